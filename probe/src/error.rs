@@ -1,0 +1,21 @@
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ProbeError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a probe-set file: {reason}\nhint: write one with `hspi probe random`")]
+    Malformed { path: PathBuf, reason: String },
+    #[error("{path}: probe {index} has id {id} but its content hashes differently (edited by hand?)")]
+    IdMismatch {
+        path: PathBuf,
+        index: usize,
+        id: String,
+    },
+}

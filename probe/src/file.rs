@@ -1,0 +1,61 @@
+//! Probe-set files: the JSON of a `ProbeSet`, every probe's id checked against its content on read.
+
+use std::path::Path;
+
+use hspi_datasets::ProbeSet;
+
+use crate::error::ProbeError;
+
+pub fn write_probe_set(path: &Path, set: &ProbeSet) -> Result<(), ProbeError> {
+    let io = |source| ProbeError::Io {
+        path: path.into(),
+        source,
+    };
+    let json = serde_json::to_vec(set).expect("probe sets serialise");
+    std::fs::write(path, json).map_err(io)
+}
+
+pub fn read_probe_set(path: &Path) -> Result<ProbeSet, ProbeError> {
+    let bytes = std::fs::read(path).map_err(|source| ProbeError::Io {
+        path: path.into(),
+        source,
+    })?;
+    let set: ProbeSet = serde_json::from_slice(&bytes).map_err(|e| ProbeError::Malformed {
+        path: path.into(),
+        reason: e.to_string(),
+    })?;
+    if let Some((index, p)) = set.probes.iter().enumerate().find(|(_, p)| !p.id_matches_content()) {
+        return Err(ProbeError::IdMismatch {
+            path: path.into(),
+            index,
+            id: p.id.clone(),
+        });
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random_images;
+
+    #[test]
+    fn write_read_round_trip_and_tamper_detection() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.json");
+        let set = random_images(7, 5, [1, 8, 8]);
+        write_probe_set(&path, &set).unwrap();
+        assert_eq!(read_probe_set(&path).unwrap(), set);
+
+        let mut bad = set.clone();
+        if let hspi_datasets::ProbeInput::Image { pixels, .. } = &mut bad.probes[2].input {
+            pixels[0] += 0.5;
+        }
+        write_probe_set(&path, &bad).unwrap();
+        let e = read_probe_set(&path).unwrap_err().to_string();
+        assert!(e.contains("probe 2"), "{e}");
+
+        std::fs::write(&path, b"{not json").unwrap();
+        assert!(read_probe_set(&path).unwrap_err().to_string().contains("not a probe-set file"));
+    }
+}

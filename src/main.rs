@@ -1,1 +1,22 @@
-fn main() {}
+//! hspi: hardware and software platform inference. The binary is glue: it parses the command line,
+//! calls the libraries, and maps outcomes to exit codes (0 ok, 1 mismatch/unknown, 2 error,
+//! 3 inconclusive).
+
+mod cli;
+mod printer;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            printer::error(&e);
+            ExitCode::from(2)
+        }
+    }
+}

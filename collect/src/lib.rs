@@ -1,1 +1,21 @@
+//! Models, backends, targets and the collector.
 
+pub mod backend;
+pub mod collector;
+pub mod error;
+pub mod grid;
+pub mod target;
+pub mod zoo;
+
+pub use collector::{collect, CollectSummary, NoProgress, PendingTarget, Progress};
+pub use error::{CollectError, Result};
+pub use target::{check_local, local_target_id, open_local, Target};
+pub use zoo::{Model, ModelId};
+
+/// The candle release linked into this build (recorded in platforms and provenance).
+pub const CANDLE_VERSION: &str = "0.11.1";
+
+/// Engines linked into this build, for dataset provenance.
+pub fn engine_versions() -> Vec<(String, String)> {
+    vec![("candle".into(), CANDLE_VERSION.into())]
+}

@@ -1,1 +1,3 @@
+//! Report models and exporters. One exporter per file.
 
+pub mod eqc_table;

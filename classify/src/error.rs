@@ -1,0 +1,15 @@
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ClassifyError {
+    #[error("platform {platform} answered {have} of {total} probes: EQCs need every platform on every probe\nhint: finish the collection with `hspi collect ... --resume`")]
+    Incomplete {
+        platform: String,
+        have: usize,
+        total: usize,
+    },
+    #[error("platform {platform} answered probe {probe} twice with different outputs")]
+    Conflict { platform: String, probe: String },
+    #[error("no records to group")]
+    Empty,
+}

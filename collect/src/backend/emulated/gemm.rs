@@ -1,0 +1,134 @@
+//! Dot products the way GPU GEMM kernels compute them: an accumulator of a chosen precision, a
+//! reduction order (sequential, pairwise tree, or K-tiles), split-K partials combined in f32, and
+//! fused or separate multiply-add. Intermediate values are exact in f64 and rounded to the
+//! accumulator at each step a kernel would round.
+
+use hspi_datasets::{Accumulator, KernelOptions, ReductionOrder};
+
+use super::quant::{round_bf16, round_f16};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Gemm {
+    pub kernel: KernelOptions,
+}
+
+impl Gemm {
+    fn round(&self, x: f64) -> f64 {
+        match self.kernel.accumulator {
+            Accumulator::F32 => x as f32 as f64,
+            Accumulator::F16 => round_f16(x as f32) as f64,
+            Accumulator::Bf16 => round_bf16(x as f32) as f64,
+        }
+    }
+
+    /// acc + a·b: one rounding with FMA, two without.
+    fn mac(&self, acc: f64, a: f32, b: f32) -> f64 {
+        let p = a as f64 * b as f64; // exact: 24+24 bits fit in f64's 53
+        if self.kernel.fma {
+            self.round(acc + p)
+        } else {
+            self.round(acc + self.round(p))
+        }
+    }
+
+    fn chain(&self, a: &[f32], b: &[f32]) -> f64 {
+        a.iter().zip(b).fold(0.0, |acc, (x, y)| self.mac(acc, *x, *y))
+    }
+
+    fn pairwise(&self, a: &[f32], b: &[f32]) -> f64 {
+        if a.len() <= 2 {
+            return self.chain(a, b);
+        }
+        let mid = a.len().div_ceil(2);
+        let left = self.pairwise(&a[..mid], &b[..mid]);
+        let right = self.pairwise(&a[mid..], &b[mid..]);
+        self.round(left + right)
+    }
+
+    fn reduce(&self, a: &[f32], b: &[f32]) -> f64 {
+        match self.kernel.order {
+            ReductionOrder::Sequential => self.chain(a, b),
+            ReductionOrder::Pairwise => self.pairwise(a, b),
+            ReductionOrder::Blocked { tile } => {
+                let tile = tile as usize;
+                a.chunks(tile)
+                    .zip(b.chunks(tile))
+                    .fold(0.0, |acc, (ta, tb)| self.round(acc + self.chain(ta, tb)))
+            }
+        }
+    }
+
+    /// Σ a[i]·b[i] as the configured kernel computes it.
+    pub fn dot(&self, a: &[f32], b: &[f32]) -> f32 {
+        debug_assert_eq!(a.len(), b.len());
+        let splits = (self.kernel.split_k as usize).clamp(1, a.len().max(1));
+        if splits == 1 {
+            return self.reduce(a, b) as f32;
+        }
+        // Each split writes its partial to an f32 workspace; a second pass sums them in order.
+        let len = a.len().div_ceil(splits);
+        a.chunks(len)
+            .zip(b.chunks(len))
+            .fold(0f32, |acc, (sa, sb)| acc + self.reduce(sa, sb) as f32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gemm(accumulator: Accumulator, order: ReductionOrder, split_k: u32, fma: bool) -> Gemm {
+        Gemm {
+            kernel: KernelOptions {
+                accumulator,
+                order,
+                split_k,
+                fma,
+            },
+        }
+    }
+
+    #[test]
+    fn exact_sums_agree_in_every_configuration() {
+        let a: Vec<f32> = (0..100).map(|i| i as f32).collect();
+        let b = vec![1.0f32; 100];
+        for order in [ReductionOrder::Sequential, ReductionOrder::Pairwise, ReductionOrder::Blocked { tile: 16 }] {
+            for sk in [1, 2, 4, 8] {
+                for fma in [true, false] {
+                    assert_eq!(gemm(Accumulator::F32, order, sk, fma).dot(&a, &b), 4950.0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn order_changes_rounding() {
+        // 1 + many tiny values: sequential loses them, pairwise keeps them.
+        let mut a = vec![1.0f32];
+        a.extend(std::iter::repeat_n(2f32.powi(-25), 64));
+        let b = vec![1.0f32; a.len()];
+        let seq = gemm(Accumulator::F32, ReductionOrder::Sequential, 1, true).dot(&a, &b);
+        let pair = gemm(Accumulator::F32, ReductionOrder::Pairwise, 1, true).dot(&a, &b);
+        assert_eq!(seq, 1.0);
+        assert!(pair > 1.0);
+    }
+
+    #[test]
+    fn f16_accumulator_saturates_where_f32_does_not() {
+        let a = vec![300.0f32; 300];
+        let b = vec![1.0f32; 300];
+        assert_eq!(gemm(Accumulator::F32, ReductionOrder::Sequential, 1, true).dot(&a, &b), 90000.0);
+        assert!(gemm(Accumulator::F16, ReductionOrder::Sequential, 1, true).dot(&a, &b).is_infinite());
+    }
+
+    #[test]
+    fn fma_rounds_once() {
+        // x·x = 1 + 2^-11 + 2^-24 needs 25 bits: rounded alone it loses the 2^-24.
+        let x = 1.0 + 2f32.powi(-12);
+        let a = [-1.0, x];
+        let b = [1.0, x];
+        let fused = gemm(Accumulator::F32, ReductionOrder::Sequential, 1, true).dot(&a, &b);
+        let split = gemm(Accumulator::F32, ReductionOrder::Sequential, 1, false).dot(&a, &b);
+        assert_ne!(fused, split);
+    }
+}

@@ -1,0 +1,302 @@
+//! Emulated GPU kernels on the CPU: the model's layers computed with a configurable GEMM
+//! (accumulator, reduction order, split-K, FMA) and quantise→dequantise to each numeric format.
+//! Scalar and deterministic: the same platform gives the same bits on every CPU.
+
+mod gemm;
+pub mod quant;
+
+pub use gemm::Gemm;
+
+use hspi_datasets::{KernelOptions, NumericFormat, Platform};
+
+use super::ImageBackend;
+use crate::error::{CollectError, Result};
+use crate::zoo::{ImageModel, Layer};
+use quant::*;
+
+/// A GEMM operand prepared for one format: dequantised floats, or integers with scales (int8).
+#[derive(Debug, Clone)]
+enum Weights {
+    Float(Vec<f32>),
+    /// Per-output-channel scales.
+    Int8 { q: Vec<i32>, scales: Vec<f32> },
+}
+
+#[derive(Debug, Clone)]
+enum Prepared {
+    Gemm {
+        weights: Weights,
+        bias: Vec<f32>,
+        rows: usize,
+        k: usize,
+        conv: Option<ConvShape>,
+    },
+    Relu,
+    MaxPool2,
+    Flatten,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ConvShape {
+    in_channels: usize,
+    kernel: usize,
+    padding: usize,
+}
+
+pub struct Emulated {
+    platform: Platform,
+    format: NumericFormat,
+    gemm: Gemm,
+    input_shape: [usize; 3],
+    layers: Vec<Prepared>,
+}
+
+impl Emulated {
+    pub fn new(platform: &Platform, model: &ImageModel) -> Result<Emulated> {
+        let format = platform.format;
+        if matches!(format, NumericFormat::Gguf(_)) {
+            return Err(CollectError::Unsupported {
+                platform: platform.clone(),
+                model: model.id.clone(),
+                reason: "GGUF block formats run on candle or llama.cpp, not the emulated kernels".into(),
+            });
+        }
+        let kernel = platform.kernel.unwrap_or_default();
+        let layers = model.layers.iter().map(|l| prepare(l, format)).collect();
+        Ok(Emulated {
+            platform: platform.clone(),
+            format,
+            gemm: Gemm { kernel },
+            input_shape: model.input_shape,
+            layers,
+        })
+    }
+
+    pub fn kernel(&self) -> KernelOptions {
+        self.gemm.kernel
+    }
+
+    /// Rounding of values stored between layers.
+    fn store(&self, x: f32) -> f32 {
+        match self.format {
+            NumericFormat::F16 => round_f16(x),
+            NumericFormat::Bf16 => round_bf16(x),
+            _ => x,
+        }
+    }
+
+    /// Rounding of a GEMM input (activations; weights were prepared once).
+    fn operand(&self, xs: &mut [f32]) {
+        match self.format {
+            NumericFormat::Tf32 => xs.iter_mut().for_each(|v| *v = round_tf32(*v)),
+            NumericFormat::F16 => xs.iter_mut().for_each(|v| *v = round_f16(*v)),
+            NumericFormat::Bf16 => xs.iter_mut().for_each(|v| *v = round_bf16(*v)),
+            NumericFormat::Fp8E4m3 => qdq_fp8(xs, true),
+            NumericFormat::Fp8E5m2 => qdq_fp8(xs, false),
+            NumericFormat::MxInt8 => {
+                // Blocks run along the reduction: callers pass one row of K at a time.
+            }
+            _ => {}
+        }
+    }
+
+    /// out[r, p] = W[r, :] · X[p, :] + bias[r] for `positions` rows of X (each of length k).
+    fn gemm_layer(&self, weights: &Weights, bias: &[f32], rows: usize, k: usize, x: &mut [f32]) -> Vec<f32> {
+        let positions = x.len() / k;
+        match self.format {
+            NumericFormat::MxInt8 => x.chunks_mut(k).for_each(qdq_mxint8),
+            _ => self.operand(x),
+        }
+        let mut out = vec![0f32; rows * positions];
+        match weights {
+            Weights::Float(w) => {
+                for r in 0..rows {
+                    let wr = &w[r * k..(r + 1) * k];
+                    for p in 0..positions {
+                        let acc = self.gemm.dot(wr, &x[p * k..(p + 1) * k]);
+                        out[r * positions + p] = self.store(acc + bias[r]);
+                    }
+                }
+            }
+            Weights::Int8 { q, scales } => {
+                // Integer products summed exactly (int32 accumulators): order cannot matter.
+                let (xq, xs) = quantize_symmetric(x, 127, -127);
+                for r in 0..rows {
+                    let wr = &q[r * k..(r + 1) * k];
+                    for p in 0..positions {
+                        let acc: i64 = wr
+                            .iter()
+                            .zip(&xq[p * k..(p + 1) * k])
+                            .map(|(a, b)| (*a as i64) * (*b as i64))
+                            .sum();
+                        let y = (acc as f32) * (xs * scales[r]);
+                        out[r * positions + p] = y + bias[r];
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn forward_one(&self, input: &[f32]) -> Vec<f32> {
+        let [mut c, mut h, mut w] = self.input_shape;
+        let mut x: Vec<f32> = input.iter().map(|v| self.store(*v)).collect();
+        for layer in &self.layers {
+            match layer {
+                Prepared::Gemm {
+                    weights,
+                    bias,
+                    rows,
+                    k,
+                    conv: Some(shape),
+                } => {
+                    debug_assert_eq!(c, shape.in_channels);
+                    let mut cols = im2col(&x, [c, h, w], shape.kernel, shape.padding);
+                    x = self.gemm_layer(weights, bias, *rows, *k, &mut cols);
+                    c = *rows;
+                    h = h + 2 * shape.padding + 1 - shape.kernel;
+                    w = w + 2 * shape.padding + 1 - shape.kernel;
+                }
+                Prepared::Gemm {
+                    weights,
+                    bias,
+                    rows,
+                    k,
+                    conv: None,
+                } => {
+                    x = self.gemm_layer(weights, bias, *rows, *k, &mut x.clone());
+                }
+                Prepared::Relu => x.iter_mut().for_each(|v| *v = v.max(0.0)),
+                Prepared::MaxPool2 => {
+                    x = max_pool2(&x, [c, h, w]);
+                    h /= 2;
+                    w /= 2;
+                }
+                Prepared::Flatten => {}
+            }
+        }
+        x
+    }
+}
+
+fn prepare(layer: &Layer, format: NumericFormat) -> Prepared {
+    let (weight, bias, rows, k, conv) = match layer {
+        Layer::Conv2d {
+            weight,
+            bias,
+            out_channels,
+            in_channels,
+            kernel,
+            padding,
+        } => (
+            weight,
+            bias,
+            *out_channels,
+            in_channels * kernel * kernel,
+            Some(ConvShape {
+                in_channels: *in_channels,
+                kernel: *kernel,
+                padding: *padding,
+            }),
+        ),
+        Layer::Linear {
+            weight,
+            bias,
+            out_features,
+            in_features,
+        } => (weight, bias, *out_features, *in_features, None),
+        Layer::Relu => return Prepared::Relu,
+        Layer::MaxPool2 => return Prepared::MaxPool2,
+        Layer::Flatten => return Prepared::Flatten,
+    };
+    let mut w = weight.clone();
+    let mut b = bias.clone();
+    let weights = match format {
+        NumericFormat::Int8 => {
+            let (mut q, mut scales) = (Vec::new(), Vec::new());
+            for row in w.chunks(k) {
+                let (qr, s) = quantize_symmetric(row, 127, -127);
+                q.extend(qr);
+                scales.push(s);
+            }
+            Weights::Int8 { q, scales }
+        }
+        NumericFormat::Int4 { group } => {
+            w.chunks_mut(k).for_each(|row| qdq_int4_groups(row, group as usize));
+            Weights::Float(w)
+        }
+        NumericFormat::MxInt8 => {
+            w.chunks_mut(k).for_each(qdq_mxint8);
+            Weights::Float(w)
+        }
+        NumericFormat::Fp8E4m3 | NumericFormat::Fp8E5m2 => {
+            qdq_fp8(&mut w, format == NumericFormat::Fp8E4m3);
+            Weights::Float(w)
+        }
+        NumericFormat::Tf32 => Weights::Float(w.into_iter().map(round_tf32).collect()),
+        NumericFormat::F16 => {
+            b.iter_mut().for_each(|v| *v = round_f16(*v));
+            Weights::Float(w.into_iter().map(round_f16).collect())
+        }
+        NumericFormat::Bf16 => {
+            b.iter_mut().for_each(|v| *v = round_bf16(*v));
+            Weights::Float(w.into_iter().map(round_bf16).collect())
+        }
+        _ => Weights::Float(w),
+    };
+    Prepared::Gemm {
+        weights,
+        bias: b,
+        rows,
+        k,
+        conv,
+    }
+}
+
+/// [C,H,W] → [H'·W', C·k·k] patches (stride 1, zero padding), the layout of an implicit GEMM.
+fn im2col(x: &[f32], [c, h, w]: [usize; 3], k: usize, pad: usize) -> Vec<f32> {
+    let (oh, ow) = (h + 2 * pad + 1 - k, w + 2 * pad + 1 - k);
+    let mut cols = Vec::with_capacity(oh * ow * c * k * k);
+    for oy in 0..oh {
+        for ox in 0..ow {
+            for ch in 0..c {
+                for ky in 0..k {
+                    for kx in 0..k {
+                        let (y, xx) = ((oy + ky) as isize - pad as isize, (ox + kx) as isize - pad as isize);
+                        let inside = y >= 0 && xx >= 0 && (y as usize) < h && (xx as usize) < w;
+                        cols.push(if inside {
+                            x[ch * h * w + y as usize * w + xx as usize]
+                        } else {
+                            0.0
+                        });
+                    }
+                }
+            }
+        }
+    }
+    cols
+}
+
+fn max_pool2(x: &[f32], [c, h, w]: [usize; 3]) -> Vec<f32> {
+    let (oh, ow) = (h / 2, w / 2);
+    let mut out = Vec::with_capacity(c * oh * ow);
+    for ch in 0..c {
+        for y in 0..oh {
+            for xx in 0..ow {
+                let at = |dy: usize, dx: usize| x[ch * h * w + (2 * y + dy) * w + 2 * xx + dx];
+                out.push(at(0, 0).max(at(0, 1)).max(at(1, 0)).max(at(1, 1)));
+            }
+        }
+    }
+    out
+}
+
+impl ImageBackend for Emulated {
+    fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    fn forward(&self, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>> {
+        Ok(inputs.iter().map(|x| self.forward_one(x)).collect())
+    }
+}

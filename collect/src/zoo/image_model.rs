@@ -1,0 +1,184 @@
+//! An image classifier as a plain list of layers with f32 weights, so every backend computes
+//! exactly the same network with its own kernels.
+
+use std::collections::HashMap;
+
+use candle_core::{Device, Tensor};
+
+use crate::error::{CollectError, Result};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Layer {
+    /// Stride 1, square kernel, zero padding; weight [out, in, k, k] row-major.
+    Conv2d {
+        weight: Vec<f32>,
+        bias: Vec<f32>,
+        out_channels: usize,
+        in_channels: usize,
+        kernel: usize,
+        padding: usize,
+    },
+    Relu,
+    /// 2x2 max pooling, stride 2.
+    MaxPool2,
+    Flatten,
+    /// weight [out, in] row-major.
+    Linear {
+        weight: Vec<f32>,
+        bias: Vec<f32>,
+        out_features: usize,
+        in_features: usize,
+    },
+}
+
+/// Layer shapes without weights: the architecture shared by training and loading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerSpec {
+    Conv2d {
+        name: &'static str,
+        in_channels: usize,
+        out_channels: usize,
+        kernel: usize,
+        padding: usize,
+    },
+    Relu,
+    MaxPool2,
+    Flatten,
+    Linear {
+        name: &'static str,
+        in_features: usize,
+        out_features: usize,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageModel {
+    pub id: String,
+    /// [channels, height, width]
+    pub input_shape: [usize; 3],
+    pub layers: Vec<Layer>,
+    pub classes: usize,
+    pub weights_sha256: String,
+}
+
+impl ImageModel {
+    /// Build from safetensors bytes holding `NAME.weight` / `NAME.bias` for each named layer.
+    pub fn from_safetensors(
+        id: &str,
+        input_shape: [usize; 3],
+        arch: &[LayerSpec],
+        bytes: &[u8],
+        source: &std::path::Path,
+    ) -> Result<ImageModel> {
+        let bad = |reason: String| CollectError::BadWeights {
+            model: id.into(),
+            path: source.into(),
+            reason,
+        };
+        let tensors = candle_core::safetensors::load_buffer(bytes, &Device::Cpu)
+            .map_err(|e| bad(e.to_string()))?;
+        let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
+            let t = tensors
+                .get(name)
+                .ok_or_else(|| bad(format!("tensor {name} is missing")))?;
+            if t.dims() != shape {
+                return Err(bad(format!("tensor {name} has shape {:?}, expected {shape:?}", t.dims())));
+            }
+            Ok(t.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1()?)
+        };
+        let mut layers = Vec::new();
+        let mut classes = 0;
+        for spec in arch {
+            layers.push(match *spec {
+                LayerSpec::Conv2d {
+                    name,
+                    in_channels,
+                    out_channels,
+                    kernel,
+                    padding,
+                } => Layer::Conv2d {
+                    weight: get(
+                        &format!("{name}.weight"),
+                        &[out_channels, in_channels, kernel, kernel],
+                    )?,
+                    bias: get(&format!("{name}.bias"), &[out_channels])?,
+                    out_channels,
+                    in_channels,
+                    kernel,
+                    padding,
+                },
+                LayerSpec::Linear {
+                    name,
+                    in_features,
+                    out_features,
+                } => {
+                    classes = out_features;
+                    Layer::Linear {
+                        weight: get(&format!("{name}.weight"), &[out_features, in_features])?,
+                        bias: get(&format!("{name}.bias"), &[out_features])?,
+                        out_features,
+                        in_features,
+                    }
+                }
+                LayerSpec::Relu => Layer::Relu,
+                LayerSpec::MaxPool2 => Layer::MaxPool2,
+                LayerSpec::Flatten => Layer::Flatten,
+            });
+        }
+        Ok(ImageModel {
+            id: id.into(),
+            input_shape,
+            layers,
+            classes,
+            weights_sha256: sha256_hex(bytes),
+        })
+    }
+
+    pub fn input_len(&self) -> usize {
+        self.input_shape.iter().product()
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Tensors named as in the safetensors file, for saving trained weights.
+pub fn named_tensors(arch: &[LayerSpec], layers: &[Layer]) -> Result<HashMap<String, Tensor>> {
+    let mut out = HashMap::new();
+    for (spec, layer) in arch.iter().zip(layers) {
+        match (spec, layer) {
+            (
+                LayerSpec::Conv2d { name, .. },
+                Layer::Conv2d {
+                    weight,
+                    bias,
+                    out_channels,
+                    in_channels,
+                    kernel,
+                    ..
+                },
+            ) => {
+                let shape = (*out_channels, *in_channels, *kernel, *kernel);
+                out.insert(format!("{name}.weight"), Tensor::from_vec(weight.clone(), shape, &Device::Cpu)?);
+                out.insert(format!("{name}.bias"), Tensor::new(bias.as_slice(), &Device::Cpu)?);
+            }
+            (
+                LayerSpec::Linear { name, .. },
+                Layer::Linear {
+                    weight,
+                    bias,
+                    out_features,
+                    in_features,
+                },
+            ) => {
+                let shape = (*out_features, *in_features);
+                out.insert(format!("{name}.weight"), Tensor::from_vec(weight.clone(), shape, &Device::Cpu)?);
+                out.insert(format!("{name}.bias"), Tensor::new(bias.as_slice(), &Device::Cpu)?);
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}

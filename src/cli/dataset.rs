@@ -1,0 +1,48 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use hspi_datasets::{export::ExportFormat, Dataset};
+
+use crate::printer;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Export records as one flat table (pandas/polars read it with no hspi code).
+    Export {
+        /// Dataset directory.
+        dataset: PathBuf,
+        /// csv or parquet.
+        #[arg(long)]
+        format: ExportFormat,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Check the manifest, checksums and every record.
+    Verify {
+        /// Dataset directory.
+        dataset: PathBuf,
+    },
+}
+
+pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Export { dataset, format, out } => {
+            let rows = hspi_datasets::export::export(&Dataset::open(&dataset)?, format, &out)?;
+            printer::status(&format!("wrote {rows} rows to {}", out.display()));
+        }
+        Command::Verify { dataset } => {
+            let d = Dataset::open(&dataset)?;
+            let records = d.records()?;
+            let probes = d.probe_set()?;
+            printer::data(&format!(
+                "ok: {} records, {} probes, {} platforms, schema {}",
+                records.len(),
+                probes.probes.len(),
+                d.manifest.platforms.len(),
+                d.manifest.schema_version
+            ));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

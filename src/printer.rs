@@ -1,0 +1,23 @@
+//! Where output goes: data on stdout, progress and diagnostics on stderr.
+
+use std::io::Write;
+
+pub fn data(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+}
+
+pub fn status(text: &str) {
+    eprintln!("{text}");
+}
+
+pub fn error(e: &anyhow::Error) {
+    let mut msg = format!("error: {e}");
+    for cause in e.chain().skip(1) {
+        msg.push_str(&format!("\n  caused by: {cause}"));
+    }
+    eprintln!("{msg}");
+}

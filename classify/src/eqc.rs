@@ -24,15 +24,22 @@ impl EqcGrouping {
     }
 }
 
+/// A platform's label (when known) and its output bytes per probe id.
+type PlatformOutputs<'a> = (Option<hspi_datasets::Platform>, BTreeMap<&'a str, Vec<u8>>);
+
 /// Records are keyed by their platform label. Every platform must answer every probe that any
 /// platform answered, or the classes would compare different evidence.
 pub fn group_eqcs(records: &[Record]) -> Result<EqcGrouping, ClassifyError> {
-    let mut by_platform: BTreeMap<String, (Option<hspi_datasets::Platform>, BTreeMap<&str, Vec<u8>>)> =
-        BTreeMap::new();
+    let mut by_platform: BTreeMap<String, PlatformOutputs> = BTreeMap::new();
     let mut all_probes = BTreeSet::new();
     for r in records {
-        let key = r.platform.as_ref().map_or_else(|| r.target.clone(), |p| p.to_string());
-        let entry = by_platform.entry(key.clone()).or_insert_with(|| (r.platform.clone(), BTreeMap::new()));
+        let key = r
+            .platform
+            .as_ref()
+            .map_or_else(|| r.target.clone(), |p| p.to_string());
+        let entry = by_platform
+            .entry(key.clone())
+            .or_insert_with(|| (r.platform.clone(), BTreeMap::new()));
         let bytes = r.outputs.identity_bytes();
         if let Some(prev) = entry.1.insert(&r.probe_id, bytes.clone()) {
             if prev != bytes {

@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use hspi_datasets::{DatasetError, Platform};
+use hspi_datasets::DatasetError;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -31,7 +31,7 @@ pub enum CollectError {
     },
     #[error("platform {platform} cannot run {model}: {reason}")]
     Unsupported {
-        platform: Platform,
+        platform: String,
         model: String,
         reason: String,
     },

@@ -1,7 +1,8 @@
 //! Platform grids: what this machine can run for a model, and the default grid of `hspi collect`.
 
 use hspi_datasets::{
-    Accumulator, Engine, EngineKind, Hardware, KernelOptions, NumericFormat, Platform, ReductionOrder,
+    Accumulator, Engine, EngineKind, Hardware, KernelOptions, NumericFormat, Platform,
+    ReductionOrder,
 };
 
 use crate::zoo::{smollm2, Model};
@@ -29,7 +30,13 @@ fn candle(format: NumericFormat) -> Platform {
     }
 }
 
-fn emu(format: NumericFormat, accumulator: Accumulator, order: ReductionOrder, split_k: u32, fma: bool) -> Platform {
+fn emu(
+    format: NumericFormat,
+    accumulator: Accumulator,
+    order: ReductionOrder,
+    split_k: u32,
+    fma: bool,
+) -> Platform {
     Platform {
         hardware: host(),
         engine: Engine {
@@ -68,7 +75,13 @@ pub fn image_grid() -> Vec<Platform> {
     ] {
         grid.push(emu(format, A::F32, R::Sequential, 1, true));
     }
-    for order in [R::Pairwise, R::Blocked { tile: 16 }, R::Blocked { tile: 32 }, R::Blocked { tile: 64 }, R::Blocked { tile: 128 }] {
+    for order in [
+        R::Pairwise,
+        R::Blocked { tile: 16 },
+        R::Blocked { tile: 32 },
+        R::Blocked { tile: 64 },
+        R::Blocked { tile: 128 },
+    ] {
         grid.push(emu(F::F32, A::F32, order, 1, true));
     }
     for split_k in [2, 4, 8] {
@@ -95,7 +108,10 @@ pub fn default_grid(model: &Model) -> Vec<Platform> {
 }
 
 /// `default`, `candle` (the candle platforms of the default grid), or a comma-separated list.
-pub fn parse_platforms(spec: &str, model: &Model) -> Result<Vec<Platform>, hspi_datasets::PlatformParseError> {
+pub fn parse_platforms(
+    spec: &str,
+    model: &Model,
+) -> Result<Vec<Platform>, hspi_datasets::PlatformParseError> {
     match spec.trim() {
         "default" | "grid" => Ok(default_grid(model)),
         "candle" => Ok(default_grid(model)

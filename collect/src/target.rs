@@ -26,7 +26,7 @@ pub fn check_local(model: &Model, platform: &Platform) -> Result<()> {
         Model::Image(m) => image_backend(platform, m).map(drop),
         Model::Lm { info, .. } => {
             let unsupported = |reason: String| CollectError::Unsupported {
-                platform: platform.clone(),
+                platform: platform.to_string(),
                 model: info.id.clone(),
                 reason,
             };
@@ -36,18 +36,30 @@ pub fn check_local(model: &Model, platform: &Platform) -> Result<()> {
             let here = hspi_datasets::provenance::isa_path();
             match &platform.hardware {
                 Hardware::Cpu { isa } if isa == here => {}
-                _ => return Err(unsupported(format!("this machine runs cpu-{here} platforms only"))),
+                _ => {
+                    return Err(unsupported(format!(
+                        "this machine runs cpu-{here} platforms only"
+                    )))
+                }
             }
             if platform.engine.kind != EngineKind::Candle || platform.kernel.is_some() {
-                return Err(unsupported("language models run on candle's own kernels only".into()));
+                return Err(unsupported(
+                    "language models run on candle's own kernels only".into(),
+                ));
             }
             if platform.batch_size != 1 {
-                return Err(unsupported("language-model collection runs at batch size 1".into()));
+                return Err(unsupported(
+                    "language-model collection runs at batch size 1".into(),
+                ));
             }
             if !smollm2::formats().contains(&platform.format) {
                 return Err(unsupported(format!(
                     "formats for this model: {}",
-                    smollm2::formats().iter().map(|f| f.to_string()).collect::<Vec<_>>().join(" ")
+                    smollm2::formats()
+                        .iter()
+                        .map(|f| f.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 )));
             }
             Ok(())
@@ -96,12 +108,18 @@ impl Target for LocalImage {
         let mut inputs = Vec::with_capacity(probes.len());
         for p in probes {
             match &p.input {
-                ProbeInput::Image { pixels, .. } if pixels.len() == self.input_len => inputs.push(pixels.as_slice()),
+                ProbeInput::Image { pixels, .. } if pixels.len() == self.input_len => {
+                    inputs.push(pixels.as_slice())
+                }
                 other => {
                     return Err(CollectError::ProbeMismatch {
                         probe: p.id.clone(),
                         model: self.model.clone(),
-                        reason: format!("expected an image of {} pixels, got {}", self.input_len, describe(other)),
+                        reason: format!(
+                            "expected an image of {} pixels, got {}",
+                            self.input_len,
+                            describe(other)
+                        ),
                     })
                 }
             }

@@ -41,7 +41,9 @@ pub enum DatasetError {
         record: usize,
         reason: String,
     },
-    #[error("corrupt dataset: {file}: sha256 {actual} does not match checksums.sha256 ({expected})")]
+    #[error(
+        "corrupt dataset: {file}: sha256 {actual} does not match checksums.sha256 ({expected})"
+    )]
     Checksum {
         file: PathBuf,
         expected: String,

@@ -69,7 +69,9 @@ pub enum NumericFormat {
     /// Weights per output channel, activations per tensor, symmetric.
     Int8,
     /// Weight-only, group-wise along the reduction dimension.
-    Int4 { group: u32 },
+    Int4 {
+        group: u32,
+    },
     /// Shared power-of-two exponent per block of 32, 8-bit signed mantissas.
     MxInt8,
     Gguf(GgufType),
@@ -188,9 +190,9 @@ impl<'de> Deserialize<'de> for Platform {
 
 fn is_slug(s: &str) -> bool {
     !s.is_empty()
-        && s
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '_' || c == '-')
+        && s.chars().all(|c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '_' || c == '-'
+        })
 }
 
 /// Lowercase and replace every run of other characters by '-', for GPU and endpoint names.
@@ -224,10 +226,18 @@ impl FromStr for Hardware {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         if let Some(isa) = s.strip_prefix("cpu-") {
-            if isa.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) && !isa.is_empty() {
-                return Ok(Hardware::Cpu { isa: isa.to_string() });
+            if isa
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && !isa.is_empty()
+            {
+                return Ok(Hardware::Cpu {
+                    isa: isa.to_string(),
+                });
             }
-            return Err(format!("cpu instruction set '{isa}' must be lowercase letters and digits"));
+            return Err(format!(
+                "cpu instruction set '{isa}' must be lowercase letters and digits"
+            ));
         }
         if let Some(rest) = s.strip_prefix("cuda-") {
             let bad = || format!("cuda hardware '{s}' is not of the form cuda-GPU-smXY-NNsm");
@@ -239,7 +249,10 @@ impl FromStr for Hardware {
                 .strip_suffix("sm")
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(bad)?;
-            let digits = cc.strip_prefix("sm").filter(|d| d.len() >= 2).ok_or_else(bad)?;
+            let digits = cc
+                .strip_prefix("sm")
+                .filter(|d| d.len() >= 2)
+                .ok_or_else(bad)?;
             let (major, minor) = digits.split_at(digits.len() - 1);
             let compute_capability = (
                 major.parse().map_err(|_| bad())?,
@@ -256,11 +269,17 @@ impl FromStr for Hardware {
         }
         if let Some(name) = s.strip_prefix("remote-") {
             if is_slug(name) {
-                return Ok(Hardware::Remote { name: name.to_string() });
+                return Ok(Hardware::Remote {
+                    name: name.to_string(),
+                });
             }
-            return Err(format!("remote name '{name}' must be lowercase letters, digits, '.', '_' or '-'"));
+            return Err(format!(
+                "remote name '{name}' must be lowercase letters, digits, '.', '_' or '-'"
+            ));
         }
-        Err(format!("unknown hardware '{s}' (expected cpu-ISA, cuda-… or remote-NAME)"))
+        Err(format!(
+            "unknown hardware '{s}' (expected cpu-ISA, cuda-… or remote-NAME)"
+        ))
     }
 }
 
@@ -307,7 +326,9 @@ impl FromStr for Engine {
             .ok_or_else(|| format!("unknown engine '{kind}'"))?;
         if let Some(v) = version {
             if !is_slug(v) {
-                return Err(format!("engine version '{v}' has characters outside [a-z0-9._-]"));
+                return Err(format!(
+                    "engine version '{v}' has characters outside [a-z0-9._-]"
+                ));
             }
         }
         Ok(Engine {
@@ -421,7 +442,8 @@ impl fmt::Display for KernelOptions {
 impl FromStr for KernelOptions {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = |what: &str| format!("kernel options '{s}': {what} (expected acc-f32.blk32.sk2.fma)");
+        let bad =
+            |what: &str| format!("kernel options '{s}': {what} (expected acc-f32.blk32.sk2.fma)");
         let parts: Vec<&str> = s.split('.').collect();
         let [acc, order, sk, fma] = parts.as_slice() else {
             return Err(bad("expected four parts separated by '.'"));
@@ -435,7 +457,10 @@ impl FromStr for KernelOptions {
         let order = match *order {
             "seq" => ReductionOrder::Sequential,
             "pair" => ReductionOrder::Pairwise,
-            other => match other.strip_prefix("blk").and_then(|t| t.parse::<u32>().ok()) {
+            other => match other
+                .strip_prefix("blk")
+                .and_then(|t| t.parse::<u32>().ok())
+            {
                 Some(tile) if tile > 0 => ReductionOrder::Blocked { tile },
                 _ => return Err(bad("reduction order must be seq, pair or blkK")),
             },
@@ -521,7 +546,9 @@ mod tests {
         let p: Platform = "cuda-b200-sm100-148sm/cublas/bf16/bs1".parse().unwrap();
         match p.hardware {
             Hardware::Cuda {
-                compute_capability, sm_count, ..
+                compute_capability,
+                sm_count,
+                ..
             } => {
                 assert_eq!(compute_capability, (10, 0));
                 assert_eq!(sm_count, 148);
@@ -538,12 +565,18 @@ mod tests {
             ("cpu-avx2/torch/f32/bs1", "unknown engine 'torch'"),
             ("cpu-avx2/candle/f32/bs0", "batch size 'bs0'"),
             ("cpu-avx2/candle/f32", "expected 4 or 5 parts"),
-            ("cpu-avx2/emu/f32/acc-f64.seq.sk1.fma/bs1", "accumulator must be"),
+            (
+                "cpu-avx2/emu/f32/acc-f64.seq.sk1.fma/bs1",
+                "accumulator must be",
+            ),
         ];
         for (input, needle) in cases {
             let e = input.parse::<Platform>().unwrap_err().to_string();
             assert!(e.contains(needle), "{input}: {e}");
-            assert!(e.contains("HARDWARE/ENGINE/FORMAT"), "{input}: error lists the forms");
+            assert!(
+                e.contains("HARDWARE/ENGINE/FORMAT"),
+                "{input}: error lists the forms"
+            );
         }
     }
 

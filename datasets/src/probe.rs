@@ -11,7 +11,10 @@ pub enum ProbeInput {
     /// Token ids fed to a language model; the next-token logits are the output.
     Tokens { ids: Vec<u32> },
     /// A prompt for an endpoint that tokenises itself.
-    Prompt { text: String, params: GenerationParams },
+    Prompt {
+        text: String,
+        params: GenerationParams,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

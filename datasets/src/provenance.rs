@@ -61,11 +61,13 @@ fn cpu_model() -> String {
 }
 
 fn os_release() -> String {
-    let pretty = std::fs::read_to_string("/etc/os-release").ok().and_then(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-            .map(|v| v.trim_matches('"').to_string())
-    });
+    let pretty = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string())
+        });
     format!("{} ({})", std::env::consts::OS, pretty.unwrap_or_default())
 }
 
@@ -100,7 +102,18 @@ fn cpu_features() -> Vec<String> {
                 if is_x86_feature_detected!($f) { out.push($f.to_string()); }
             )*};
         }
-        probe!("sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512bf16", "avx512fp16");
+        probe!(
+            "sse4.2",
+            "avx",
+            "avx2",
+            "fma",
+            "f16c",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512bf16",
+            "avx512fp16"
+        );
     }
     out
 }

@@ -12,7 +12,9 @@ pub enum ProbeError {
     },
     #[error("{path}: not a probe-set file: {reason}\nhint: write one with `hspi probe random`")]
     Malformed { path: PathBuf, reason: String },
-    #[error("{path}: probe {index} has id {id} but its content hashes differently (edited by hand?)")]
+    #[error(
+        "{path}: probe {index} has id {id} but its content hashes differently (edited by hand?)"
+    )]
     IdMismatch {
         path: PathBuf,
         index: usize,

@@ -24,7 +24,12 @@ pub fn read_probe_set(path: &Path) -> Result<ProbeSet, ProbeError> {
         path: path.into(),
         reason: e.to_string(),
     })?;
-    if let Some((index, p)) = set.probes.iter().enumerate().find(|(_, p)| !p.id_matches_content()) {
+    if let Some((index, p)) = set
+        .probes
+        .iter()
+        .enumerate()
+        .find(|(_, p)| !p.id_matches_content())
+    {
         return Err(ProbeError::IdMismatch {
             path: path.into(),
             index,
@@ -56,6 +61,9 @@ mod tests {
         assert!(e.contains("probe 2"), "{e}");
 
         std::fs::write(&path, b"{not json").unwrap();
-        assert!(read_probe_set(&path).unwrap_err().to_string().contains("not a probe-set file"));
+        assert!(read_probe_set(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not a probe-set file"));
     }
 }

@@ -76,7 +76,9 @@ mod tests {
     fn pixels_sit_on_the_8bit_grid() {
         let set = random_images(1, 3, [1, 8, 8]);
         for p in &set.probes {
-            let ProbeInput::Image { pixels, .. } = &p.input else { panic!() };
+            let ProbeInput::Image { pixels, .. } = &p.input else {
+                panic!()
+            };
             for v in pixels {
                 assert!((0.0..=1.0).contains(v));
                 assert_eq!((v * 255.0).round() / 255.0, *v);
@@ -88,7 +90,9 @@ mod tests {
     fn tokens_in_vocab() {
         let set = random_tokens(5, 4, 100, 12);
         for p in &set.probes {
-            let ProbeInput::Tokens { ids } = &p.input else { panic!() };
+            let ProbeInput::Tokens { ids } = &p.input else {
+                panic!()
+            };
             assert_eq!(ids.len(), 12);
             assert!(ids.iter().all(|i| *i < 100));
         }

@@ -4,8 +4,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use hspi_collect::{collect, grid, open_local, Model, ModelId, PendingTarget};
 use hspi_datasets::{
-    manifest::unix_now, DatasetWriter, HostProvenance, Manifest, OpenMode, ProbeInput, ProbeSet, ProbeSetInfo,
-    Session, SCHEMA_VERSION,
+    manifest::unix_now, DatasetWriter, HostProvenance, Manifest, OpenMode, ProbeInput, ProbeSet,
+    ProbeSetInfo, Session, SCHEMA_VERSION,
 };
 
 use crate::printer;

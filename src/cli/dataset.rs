@@ -27,7 +27,11 @@ pub enum Command {
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Export { dataset, format, out } => {
+        Command::Export {
+            dataset,
+            format,
+            out,
+        } => {
             let rows = hspi_datasets::export::export(&Dataset::open(&dataset)?, format, &out)?;
             printer::status(&format!("wrote {rows} rows to {}", out.display()));
         }

@@ -12,7 +12,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "hspi", version, about = "Tell which hardware and software platform serves a model, from its outputs alone")]
+#[command(
+    name = "hspi",
+    version,
+    about = "Tell which hardware and software platform serves a model, from its outputs alone"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -31,14 +31,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut out = format!("CPU path: cpu-{isa}\n");
     if gpus.is_empty() {
-        out.push_str("GPUs: none usable (CUDA platforms need a build with --features cuda and a driver)\n");
+        out.push_str(
+            "GPUs: none usable (CUDA platforms need a build with --features cuda and a driver)\n",
+        );
     }
-    out.push_str(&format!("\ncnn-digits ({} platforms, the default grid):\n", image.len()));
+    out.push_str(&format!(
+        "\ncnn-digits ({} platforms, the default grid):\n",
+        image.len()
+    ));
     image.iter().for_each(|p| out.push_str(&format!("  {p}\n")));
     out.push_str(&format!("\nsmollm2 ({} platforms):\n", lm.len()));
     lm.iter().for_each(|p| out.push_str(&format!("  {p}\n")));
     if lm_weights.is_none() {
-        out.push_str(&format!("  (weights not cached: run `{}`)\n", smollm2::FETCH_COMMAND));
+        out.push_str(&format!(
+            "  (weights not cached: run `{}`)\n",
+            smollm2::FETCH_COMMAND
+        ));
     }
     printer::data(&out);
     Ok(ExitCode::SUCCESS)

@@ -38,7 +38,12 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 ModelId::SmolLm2 => hspi_probe::random_tokens(seed, count, 49152, 12),
             };
             hspi_probe::write_probe_set(&out, &set)?;
-            printer::status(&format!("wrote {} probes (set {}) to {}", set.probes.len(), &set.hash()[..12], out.display()));
+            printer::status(&format!(
+                "wrote {} probes (set {}) to {}",
+                set.probes.len(),
+                &set.hash()[..12],
+                out.display()
+            ));
         }
     }
     Ok(ExitCode::SUCCESS)

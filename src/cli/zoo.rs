@@ -40,7 +40,11 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 seed,
                 ..Default::default()
             };
-            printer::status(&format!("training on {} digits from {}", data.images.len(), path.display()));
+            printer::status(&format!(
+                "training on {} digits from {}",
+                data.images.len(),
+                path.display()
+            ));
             let (model, report) = cnn_digits::train(&data, &sha256_file(&path)?, &config)?;
             std::fs::create_dir_all(&out_dir)?;
             cnn_digits::save(&model, &out_dir.join("cnn-digits.safetensors"))?;

@@ -10,11 +10,18 @@ use crate::zoo::{ImageModel, Layer};
 /// A layer with its weights as candle tensors (plain tensors for inference, `Var`s for training).
 #[derive(Debug, Clone)]
 pub enum CandleLayer {
-    Conv2d { weight: Tensor, bias: Tensor, padding: usize },
+    Conv2d {
+        weight: Tensor,
+        bias: Tensor,
+        padding: usize,
+    },
     Relu,
     MaxPool2,
     Flatten,
-    Linear { weight: Tensor, bias: Tensor },
+    Linear {
+        weight: Tensor,
+        bias: Tensor,
+    },
 }
 
 impl CandleLayer {
@@ -28,8 +35,12 @@ impl CandleLayer {
                 kernel,
                 padding,
             } => CandleLayer::Conv2d {
-                weight: Tensor::from_slice(weight, (*out_channels, *in_channels, *kernel, *kernel), device)?
-                    .to_dtype(dtype)?,
+                weight: Tensor::from_slice(
+                    weight,
+                    (*out_channels, *in_channels, *kernel, *kernel),
+                    device,
+                )?
+                .to_dtype(dtype)?,
                 bias: Tensor::from_slice(bias, *out_channels, device)?.to_dtype(dtype)?,
                 padding: *padding,
             },
@@ -39,7 +50,8 @@ impl CandleLayer {
                 out_features,
                 in_features,
             } => CandleLayer::Linear {
-                weight: Tensor::from_slice(weight, (*out_features, *in_features), device)?.to_dtype(dtype)?,
+                weight: Tensor::from_slice(weight, (*out_features, *in_features), device)?
+                    .to_dtype(dtype)?,
                 bias: Tensor::from_slice(bias, *out_features, device)?.to_dtype(dtype)?,
             },
             Layer::Relu => CandleLayer::Relu,
@@ -78,7 +90,9 @@ fn conv2d_unfolded(x: &Tensor, weight: &Tensor, padding: usize) -> candle_core::
     let (n, c, h, w) = x.dims4()?;
     let (o, _, k, _) = weight.dims4()?;
     let (oh, ow) = (h + 2 * padding + 1 - k, w + 2 * padding + 1 - k);
-    let xp = x.pad_with_zeros(2, padding, padding)?.pad_with_zeros(3, padding, padding)?;
+    let xp = x
+        .pad_with_zeros(2, padding, padding)?
+        .pad_with_zeros(3, padding, padding)?;
     let mut patches = Vec::with_capacity(k * k);
     for ky in 0..k {
         for kx in 0..k {
@@ -86,7 +100,10 @@ fn conv2d_unfolded(x: &Tensor, weight: &Tensor, padding: usize) -> candle_core::
         }
     }
     let cols = Tensor::stack(&patches, 2)?.reshape((n, c * k * k, oh * ow))?;
-    let w2 = weight.reshape((o, c * k * k))?.broadcast_left(n)?.contiguous()?;
+    let w2 = weight
+        .reshape((o, c * k * k))?
+        .broadcast_left(n)?
+        .contiguous()?;
     w2.matmul(&cols.contiguous()?)?.reshape((n, o, oh, ow))
 }
 
@@ -110,7 +127,7 @@ impl CandleCpu {
             NumericFormat::Bf16 => DType::BF16,
             other => {
                 return Err(CollectError::Unsupported {
-                    platform: platform.clone(),
+                    platform: platform.to_string(),
                     model: model.id.clone(),
                     reason: format!("candle on the CPU computes f32, f16 or bf16, not {other}"),
                 })
@@ -138,7 +155,8 @@ impl ImageBackend for CandleCpu {
     fn forward(&self, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>> {
         let [c, h, w] = self.input_shape;
         let flat: Vec<f32> = inputs.iter().flat_map(|x| x.iter().copied()).collect();
-        let x = Tensor::from_vec(flat, (inputs.len(), c, h, w), &Device::Cpu)?.to_dtype(self.dtype)?;
+        let x =
+            Tensor::from_vec(flat, (inputs.len(), c, h, w), &Device::Cpu)?.to_dtype(self.dtype)?;
         let y = forward_layers(&self.layers, &x)?.to_dtype(DType::F32)?;
         Ok(y.to_vec2()?)
     }

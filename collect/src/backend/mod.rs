@@ -23,7 +23,7 @@ pub trait ImageBackend: Send {
 /// Build the backend that computes `model` at `platform`.
 pub fn image_backend(platform: &Platform, model: &ImageModel) -> Result<Box<dyn ImageBackend>> {
     let unsupported = |reason: &str| CollectError::Unsupported {
-        platform: platform.clone(),
+        platform: platform.to_string(),
         model: model.id.clone(),
         reason: reason.into(),
     };
@@ -35,9 +35,15 @@ pub fn image_backend(platform: &Platform, model: &ImageModel) -> Result<Box<dyn 
                 hspi_datasets::provenance::isa_path()
             )))
         }
-        (Hardware::Cpu { .. }, EngineKind::Candle) => Ok(Box::new(CandleCpu::new(platform, model)?)),
-        (Hardware::Cpu { .. }, EngineKind::Emulated) => Ok(Box::new(Emulated::new(platform, model)?)),
+        (Hardware::Cpu { .. }, EngineKind::Candle) => {
+            Ok(Box::new(CandleCpu::new(platform, model)?))
+        }
+        (Hardware::Cpu { .. }, EngineKind::Emulated) => {
+            Ok(Box::new(Emulated::new(platform, model)?))
+        }
         (Hardware::Cuda { .. }, _) => Ok(Box::new(CudaImage::new(platform, model)?)),
-        _ => Err(unsupported("no local backend runs this engine on this hardware")),
+        _ => Err(unsupported(
+            "no local backend runs this engine on this hardware",
+        )),
     }
 }

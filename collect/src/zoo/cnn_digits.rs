@@ -55,8 +55,14 @@ pub const ARCH: [LayerSpec; 10] = [
 const EMBEDDED: &[u8] = include_bytes!("../../zoo/cnn-digits.safetensors");
 
 pub fn embedded() -> ImageModel {
-    ImageModel::from_safetensors(ID, INPUT_SHAPE, &ARCH, EMBEDDED, Path::new("<embedded cnn-digits>"))
-        .expect("the embedded cnn-digits weights are valid (checked by tests)")
+    ImageModel::from_safetensors(
+        ID,
+        INPUT_SHAPE,
+        &ARCH,
+        EMBEDDED,
+        Path::new("<embedded cnn-digits>"),
+    )
+    .expect("the embedded cnn-digits weights are valid (checked by tests)")
 }
 
 pub fn load_file(path: &Path) -> Result<ImageModel> {
@@ -99,7 +105,11 @@ pub struct TrainReport {
 }
 
 /// Train from scratch. Initialisation and shuffling come from `config.seed`.
-pub fn train(digits: &Digits, data_sha256: &str, config: &TrainConfig) -> Result<(ImageModel, TrainReport)> {
+pub fn train(
+    digits: &Digits,
+    data_sha256: &str,
+    config: &TrainConfig,
+) -> Result<(ImageModel, TrainReport)> {
     let dev = Device::Cpu;
     let mut rng = ChaCha20Rng::seed_from_u64(config.seed);
     let mut order: Vec<usize> = (0..digits.images.len()).collect();
@@ -117,7 +127,10 @@ pub fn train(digits: &Digits, data_sha256: &str, config: &TrainConfig) -> Result
                 out_channels,
                 kernel,
                 ..
-            } => (vec![out_channels, in_channels, kernel, kernel], in_channels * kernel * kernel),
+            } => (
+                vec![out_channels, in_channels, kernel, kernel],
+                in_channels * kernel * kernel,
+            ),
             LayerSpec::Linear {
                 in_features,
                 out_features,
@@ -157,7 +170,10 @@ pub fn train(digits: &Digits, data_sha256: &str, config: &TrainConfig) -> Result
             .collect()
     };
     let batch = |idx: &[usize]| -> Result<(Tensor, Tensor)> {
-        let x: Vec<f32> = idx.iter().flat_map(|i| digits.images[*i].iter().copied()).collect();
+        let x: Vec<f32> = idx
+            .iter()
+            .flat_map(|i| digits.images[*i].iter().copied())
+            .collect();
         let y: Vec<u32> = idx.iter().map(|i| digits.labels[*i]).collect();
         Ok((
             Tensor::from_vec(x, (idx.len(), 1, 8, 8), &dev)?,
@@ -185,7 +201,11 @@ pub fn train(digits: &Digits, data_sha256: &str, config: &TrainConfig) -> Result
     let accuracy = |idx: &[usize]| -> Result<f64> {
         let (x, y) = batch(idx)?;
         let pred = crate::backend::forward_layers(&layers(), &x)?.argmax(1)?;
-        let correct = pred.eq(&y)?.to_dtype(DType::F32)?.sum_all()?.to_scalar::<f32>()?;
+        let correct = pred
+            .eq(&y)?
+            .to_dtype(DType::F32)?
+            .sum_all()?
+            .to_scalar::<f32>()?;
         Ok(correct as f64 / idx.len() as f64)
     };
     let report = TrainReport {

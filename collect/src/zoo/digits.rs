@@ -36,12 +36,18 @@ pub fn load(path: &Path) -> Result<Digits> {
         .map_err(CollectError::io(path))?;
     let mut images = Vec::new();
     let mut labels = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let values: Vec<f32> = line
             .split(',')
             .map(|v| v.trim().parse::<f32>())
             .collect::<Result<_, _>>()
-            .map_err(|e| CollectError::TrainingData(format!("{}: line {}: {e}", path.display(), n + 1)))?;
+            .map_err(|e| {
+                CollectError::TrainingData(format!("{}: line {}: {e}", path.display(), n + 1))
+            })?;
         if values.len() != 65 {
             return Err(CollectError::TrainingData(format!(
                 "{}: line {}: expected 65 values, found {}",

@@ -82,9 +82,14 @@ impl ImageModel {
                 .get(name)
                 .ok_or_else(|| bad(format!("tensor {name} is missing")))?;
             if t.dims() != shape {
-                return Err(bad(format!("tensor {name} has shape {:?}, expected {shape:?}", t.dims())));
+                return Err(bad(format!(
+                    "tensor {name} has shape {:?}, expected {shape:?}",
+                    t.dims()
+                )));
             }
-            Ok(t.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1()?)
+            Ok(t.to_dtype(candle_core::DType::F32)?
+                .flatten_all()?
+                .to_vec1()?)
         };
         let mut layers = Vec::new();
         let mut classes = 0;
@@ -161,8 +166,14 @@ pub fn named_tensors(arch: &[LayerSpec], layers: &[Layer]) -> Result<HashMap<Str
                 },
             ) => {
                 let shape = (*out_channels, *in_channels, *kernel, *kernel);
-                out.insert(format!("{name}.weight"), Tensor::from_vec(weight.clone(), shape, &Device::Cpu)?);
-                out.insert(format!("{name}.bias"), Tensor::new(bias.as_slice(), &Device::Cpu)?);
+                out.insert(
+                    format!("{name}.weight"),
+                    Tensor::from_vec(weight.clone(), shape, &Device::Cpu)?,
+                );
+                out.insert(
+                    format!("{name}.bias"),
+                    Tensor::new(bias.as_slice(), &Device::Cpu)?,
+                );
             }
             (
                 LayerSpec::Linear { name, .. },
@@ -174,8 +185,14 @@ pub fn named_tensors(arch: &[LayerSpec], layers: &[Layer]) -> Result<HashMap<Str
                 },
             ) => {
                 let shape = (*out_features, *in_features);
-                out.insert(format!("{name}.weight"), Tensor::from_vec(weight.clone(), shape, &Device::Cpu)?);
-                out.insert(format!("{name}.bias"), Tensor::new(bias.as_slice(), &Device::Cpu)?);
+                out.insert(
+                    format!("{name}.weight"),
+                    Tensor::from_vec(weight.clone(), shape, &Device::Cpu)?,
+                );
+                out.insert(
+                    format!("{name}.bias"),
+                    Tensor::new(bias.as_slice(), &Device::Cpu)?,
+                );
             }
             _ => {}
         }

@@ -49,7 +49,10 @@ impl ModelId {
 pub enum Model {
     Image(ImageModel),
     /// A causal LM: the GGUF path; each platform loads its own copy at its format.
-    Lm { path: PathBuf, info: ModelInfo },
+    Lm {
+        path: PathBuf,
+        info: ModelInfo,
+    },
 }
 
 impl Model {

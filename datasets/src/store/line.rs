@@ -64,7 +64,9 @@ mod tests {
         for i in 0..line.len() - 1 {
             let mut bytes = line.clone().into_bytes();
             bytes[i] ^= 0x01;
-            let Ok(s) = String::from_utf8(bytes) else { continue };
+            let Ok(s) = String::from_utf8(bytes) else {
+                continue;
+            };
             assert!(decode_line(&s).is_err(), "flip at {i} undetected: {s}");
         }
     }

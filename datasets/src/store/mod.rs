@@ -36,3 +36,6 @@ pub(crate) fn shard_index(file_name: &str) -> Option<u32> {
         .parse()
         .ok()
 }
+
+#[cfg(test)]
+mod tests;

@@ -69,7 +69,10 @@ impl DatasetWriter {
         replace: bool,
     ) -> Result<DatasetWriter> {
         if dir.exists() {
-            let empty = fs::read_dir(dir).map_err(DatasetError::io(dir))?.next().is_none();
+            let empty = fs::read_dir(dir)
+                .map_err(DatasetError::io(dir))?
+                .next()
+                .is_none();
             if !empty && !replace {
                 return Err(DatasetError::AlreadyExists { path: dir.into() });
             }
@@ -169,7 +172,8 @@ impl DatasetWriter {
 
     /// Whether the record for this target and probe is already on disk.
     pub fn is_done(&self, target: &str, probe_id: &str) -> bool {
-        self.done.contains(&(target.to_string(), probe_id.to_string()))
+        self.done
+            .contains(&(target.to_string(), probe_id.to_string()))
     }
 
     pub fn done_count(&self) -> usize {
@@ -249,7 +253,12 @@ pub(crate) fn list_shards(dir: &Path) -> Result<Vec<(u32, String)>> {
     let entries = match fs::read_dir(&records) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(DatasetError::Io { path: records, source: e }),
+        Err(e) => {
+            return Err(DatasetError::Io {
+                path: records,
+                source: e,
+            })
+        }
     };
     for entry in entries {
         let entry = entry.map_err(DatasetError::io(&records))?;
@@ -264,7 +273,9 @@ pub(crate) fn list_shards(dir: &Path) -> Result<Vec<(u32, String)>> {
 
 fn has_records(dir: &Path) -> Result<bool> {
     for (_, rel) in list_shards(dir)? {
-        let len = fs::metadata(dir.join(&rel)).map_err(DatasetError::io(dir.join(&rel)))?.len();
+        let len = fs::metadata(dir.join(&rel))
+            .map_err(DatasetError::io(dir.join(&rel)))?
+            .len();
         if len > 0 {
             return Ok(true);
         }
@@ -297,7 +308,8 @@ fn repair_shard(dir: &Path, rel: &str, done: &mut HashSet<(String, String)>) -> 
         .open(&path)
         .map_err(DatasetError::io(&path))?;
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(DatasetError::io(&path))?;
+    file.read_to_end(&mut bytes)
+        .map_err(DatasetError::io(&path))?;
     let keep = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
     let text = String::from_utf8_lossy(&bytes[..keep]).into_owned();
     let lines: Vec<&str> = text.lines().collect();

@@ -32,7 +32,9 @@ impl Gemm {
     }
 
     fn chain(&self, a: &[f32], b: &[f32]) -> f64 {
-        a.iter().zip(b).fold(0.0, |acc, (x, y)| self.mac(acc, *x, *y))
+        a.iter()
+            .zip(b)
+            .fold(0.0, |acc, (x, y)| self.mac(acc, *x, *y))
     }
 
     fn pairwise(&self, a: &[f32], b: &[f32]) -> f64 {
@@ -92,7 +94,11 @@ mod tests {
     fn exact_sums_agree_in_every_configuration() {
         let a: Vec<f32> = (0..100).map(|i| i as f32).collect();
         let b = vec![1.0f32; 100];
-        for order in [ReductionOrder::Sequential, ReductionOrder::Pairwise, ReductionOrder::Blocked { tile: 16 }] {
+        for order in [
+            ReductionOrder::Sequential,
+            ReductionOrder::Pairwise,
+            ReductionOrder::Blocked { tile: 16 },
+        ] {
             for sk in [1, 2, 4, 8] {
                 for fma in [true, false] {
                     assert_eq!(gemm(Accumulator::F32, order, sk, fma).dot(&a, &b), 4950.0);
@@ -117,8 +123,13 @@ mod tests {
     fn f16_accumulator_saturates_where_f32_does_not() {
         let a = vec![300.0f32; 300];
         let b = vec![1.0f32; 300];
-        assert_eq!(gemm(Accumulator::F32, ReductionOrder::Sequential, 1, true).dot(&a, &b), 90000.0);
-        assert!(gemm(Accumulator::F16, ReductionOrder::Sequential, 1, true).dot(&a, &b).is_infinite());
+        assert_eq!(
+            gemm(Accumulator::F32, ReductionOrder::Sequential, 1, true).dot(&a, &b),
+            90000.0
+        );
+        assert!(gemm(Accumulator::F16, ReductionOrder::Sequential, 1, true)
+            .dot(&a, &b)
+            .is_infinite());
     }
 
     #[test]

@@ -19,7 +19,10 @@ use quant::*;
 enum Weights {
     Float(Vec<f32>),
     /// Per-output-channel scales.
-    Int8 { q: Vec<i32>, scales: Vec<f32> },
+    Int8 {
+        q: Vec<i32>,
+        scales: Vec<f32>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -56,9 +59,10 @@ impl Emulated {
         let format = platform.format;
         if matches!(format, NumericFormat::Gguf(_)) {
             return Err(CollectError::Unsupported {
-                platform: platform.clone(),
+                platform: platform.to_string(),
                 model: model.id.clone(),
-                reason: "GGUF block formats run on candle or llama.cpp, not the emulated kernels".into(),
+                reason: "GGUF block formats run on candle or llama.cpp, not the emulated kernels"
+                    .into(),
             });
         }
         let kernel = platform.kernel.unwrap_or_default();
@@ -101,7 +105,14 @@ impl Emulated {
     }
 
     /// out[r, p] = W[r, :] · X[p, :] + bias[r] for `positions` rows of X (each of length k).
-    fn gemm_layer(&self, weights: &Weights, bias: &[f32], rows: usize, k: usize, x: &mut [f32]) -> Vec<f32> {
+    fn gemm_layer(
+        &self,
+        weights: &Weights,
+        bias: &[f32],
+        rows: usize,
+        k: usize,
+        x: &mut [f32],
+    ) -> Vec<f32> {
         let positions = x.len() / k;
         match self.format {
             NumericFormat::MxInt8 => x.chunks_mut(k).for_each(qdq_mxint8),
@@ -222,7 +233,8 @@ fn prepare(layer: &Layer, format: NumericFormat) -> Prepared {
             Weights::Int8 { q, scales }
         }
         NumericFormat::Int4 { group } => {
-            w.chunks_mut(k).for_each(|row| qdq_int4_groups(row, group as usize));
+            w.chunks_mut(k)
+                .for_each(|row| qdq_int4_groups(row, group as usize));
             Weights::Float(w)
         }
         NumericFormat::MxInt8 => {
@@ -262,7 +274,10 @@ fn im2col(x: &[f32], [c, h, w]: [usize; 3], k: usize, pad: usize) -> Vec<f32> {
             for ch in 0..c {
                 for ky in 0..k {
                     for kx in 0..k {
-                        let (y, xx) = ((oy + ky) as isize - pad as isize, (ox + kx) as isize - pad as isize);
+                        let (y, xx) = (
+                            (oy + ky) as isize - pad as isize,
+                            (ox + kx) as isize - pad as isize,
+                        );
                         let inside = y >= 0 && xx >= 0 && (y as usize) < h && (xx as usize) < w;
                         cols.push(if inside {
                             x[ch * h * w + y as usize * w + xx as usize]

@@ -109,8 +109,15 @@ mod tests {
         assert_eq!(round_tf32(1.0), 1.0);
         let one_ulp_tf32 = 2f32.powi(-10);
         assert_eq!(round_tf32(1.0 + one_ulp_tf32), 1.0 + one_ulp_tf32);
-        assert_eq!(round_tf32(1.0 + one_ulp_tf32 / 2.0), 1.0, "tie goes to even");
-        assert_eq!(round_tf32(1.0 + 3.0 * one_ulp_tf32 / 2.0), 1.0 + 2.0 * one_ulp_tf32);
+        assert_eq!(
+            round_tf32(1.0 + one_ulp_tf32 / 2.0),
+            1.0,
+            "tie goes to even"
+        );
+        assert_eq!(
+            round_tf32(1.0 + 3.0 * one_ulp_tf32 / 2.0),
+            1.0 + 2.0 * one_ulp_tf32
+        );
     }
 
     #[test]
@@ -118,7 +125,11 @@ mod tests {
         assert_eq!(round_fp8_e4m3(1000.0), 448.0, "saturates");
         assert_eq!(round_fp8_e4m3(1.0625), 1.0, "3 mantissa bits: tie to even");
         assert_eq!(round_fp8_e4m3(1.1), 1.125);
-        assert_eq!(round_fp8_e4m3(2f32.powi(-9)), 2f32.powi(-9), "smallest subnormal");
+        assert_eq!(
+            round_fp8_e4m3(2f32.powi(-9)),
+            2f32.powi(-9),
+            "smallest subnormal"
+        );
         assert_eq!(round_fp8_e5m2(1.1), 1.0);
         assert_eq!(round_fp8_e5m2(1.2), 1.25);
         assert_eq!(round_fp8_e5m2(-3.0), -3.0);
@@ -126,7 +137,10 @@ mod tests {
 
     #[test]
     fn int4_groups_use_their_own_scale() {
-        let mut row: Vec<f32> = (0..8).map(|i| i as f32).chain((0..8).map(|i| i as f32 * 100.0)).collect();
+        let mut row: Vec<f32> = (0..8)
+            .map(|i| i as f32)
+            .chain((0..8).map(|i| i as f32 * 100.0))
+            .collect();
         qdq_int4_groups(&mut row, 8);
         assert_eq!(&row[..8], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
         assert_eq!(row[15], 700.0);

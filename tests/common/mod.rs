@@ -1,0 +1,58 @@
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+pub fn hspi() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hspi"));
+    c.env_remove("RUST_BACKTRACE").env("NO_COLOR", "1");
+    c
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(args: &[&str]) -> Run {
+    let out: Output = hspi().args(args).output().expect("run hspi");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn ok(args: &[&str]) -> Run {
+    let r = run(args);
+    assert_eq!(r.code, 0, "hspi {args:?} failed:\n{}", r.stderr);
+    r
+}
+
+/// Records as (target, probe, output bytes), sorted: what must match between two collections.
+pub fn record_set(dir: &Path) -> Vec<(String, String, Vec<u8>)> {
+    let mut v: Vec<_> = hspi_datasets::Dataset::open(dir)
+        .unwrap()
+        .records()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.target, r.probe_id, r.outputs.identity_bytes()))
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn collect_cnn(out: &Path, probes: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "collect",
+        "--model",
+        "cnn-digits",
+        "--probes",
+        probes,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}

@@ -218,3 +218,11 @@ fn eqc_table_snapshot() {
         insta::assert_snapshot!(table);
     });
 }
+
+#[test]
+fn the_cuda_grid_without_a_driver_exits_2_with_the_hint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = collect_cnn(&tmp.path().join("g"), "2", &["--platforms", "cuda"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no CUDA driver found"), "{}", r.stderr);
+}

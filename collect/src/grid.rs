@@ -95,6 +95,23 @@ pub fn image_grid() -> Vec<Platform> {
     grid
 }
 
+/// The dtypes candle computes the tiny LM in.
+pub fn tiny_lm_formats() -> Vec<NumericFormat> {
+    vec![NumericFormat::F32, NumericFormat::F16, NumericFormat::Bf16]
+}
+
+pub fn candle_dtype(format: NumericFormat) -> candle_core::DType {
+    match format {
+        NumericFormat::F16 => candle_core::DType::F16,
+        NumericFormat::Bf16 => candle_core::DType::BF16,
+        _ => candle_core::DType::F32,
+    }
+}
+
+pub fn tiny_lm_grid() -> Vec<Platform> {
+    tiny_lm_formats().into_iter().map(candle).collect()
+}
+
 /// Candle at every format it can run the language model at.
 pub fn lm_grid() -> Vec<Platform> {
     smollm2::formats().into_iter().map(candle).collect()
@@ -104,15 +121,18 @@ pub fn default_grid(model: &Model) -> Vec<Platform> {
     match model {
         Model::Image(_) => image_grid(),
         Model::Lm { .. } => lm_grid(),
+        Model::Tiny(_) => tiny_lm_grid(),
     }
 }
 
-/// `default`, `candle` (the candle platforms of the default grid), or a comma-separated list.
+/// `default`, `candle` (the candle platforms of the default grid), `cuda` (every format and batch
+/// size on every GPU present), or a comma-separated list of platform strings.
 pub fn parse_platforms(
     spec: &str,
     model: &Model,
 ) -> Result<Vec<Platform>, hspi_datasets::PlatformParseError> {
     match spec.trim() {
+        "cuda" => Ok(crate::backend::cuda_platforms()),
         "default" | "grid" => Ok(default_grid(model)),
         "candle" => Ok(default_grid(model)
             .into_iter()

@@ -1,11 +1,13 @@
 //! Targets answer probes. A local target is a zoo model on a backend at a platform; HTTP
 //! endpoints are targets too. The collector sees only this trait.
 
-use hspi_datasets::{EngineKind, Hardware, LogitBits, Outputs, Platform, Probe, ProbeInput};
+use hspi_datasets::{
+    EngineKind, Hardware, LogitBits, NumericFormat, Outputs, Platform, Probe, ProbeInput,
+};
 
 use crate::backend::{image_backend, ImageBackend};
 use crate::error::{CollectError, Result};
-use crate::zoo::{smollm2, Model, QuantizedLm};
+use crate::zoo::{smollm2, Model, QuantizedLm, TinyLmRunner};
 
 pub trait Target {
     /// Stable identity, stored in every record (`local:MODEL@PLATFORM`, or an endpoint).
@@ -24,47 +26,45 @@ pub fn local_target_id(model: &str, platform: &Platform) -> String {
 pub fn check_local(model: &Model, platform: &Platform) -> Result<()> {
     match model {
         Model::Image(m) => image_backend(platform, m).map(drop),
-        Model::Lm { info, .. } => {
-            let unsupported = |reason: String| CollectError::Unsupported {
-                platform: platform.to_string(),
-                model: info.id.clone(),
-                reason,
-            };
-            if platform.is_cuda() {
-                return Err(CollectError::NoCudaDriver);
-            }
-            let here = hspi_datasets::provenance::isa_path();
-            match &platform.hardware {
-                Hardware::Cpu { isa } if isa == here => {}
-                _ => {
-                    return Err(unsupported(format!(
-                        "this machine runs cpu-{here} platforms only"
-                    )))
-                }
-            }
-            if platform.engine.kind != EngineKind::Candle || platform.kernel.is_some() {
-                return Err(unsupported(
-                    "language models run on candle's own kernels only".into(),
-                ));
-            }
-            if platform.batch_size != 1 {
-                return Err(unsupported(
-                    "language-model collection runs at batch size 1".into(),
-                ));
-            }
-            if !smollm2::formats().contains(&platform.format) {
-                return Err(unsupported(format!(
-                    "formats for this model: {}",
-                    smollm2::formats()
-                        .iter()
-                        .map(|f| f.to_string())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )));
-            }
-            Ok(())
-        }
+        Model::Tiny(_) => check_candle_lm(platform, "tiny-lm", &crate::grid::tiny_lm_formats()),
+        Model::Lm { info, .. } => check_candle_lm(platform, &info.id, &smollm2::formats()),
     }
+}
+
+/// Language models run on candle's own CPU kernels at batch size 1, at the formats given.
+fn check_candle_lm(platform: &Platform, model: &str, formats: &[NumericFormat]) -> Result<()> {
+    let unsupported = |reason: String| CollectError::Unsupported {
+        platform: platform.to_string(),
+        model: model.to_string(),
+        reason,
+    };
+    if platform.is_cuda() {
+        return Err(CollectError::NoCudaDriver);
+    }
+    let here = hspi_datasets::provenance::isa_path();
+    if !matches!(&platform.hardware, Hardware::Cpu { isa } if isa == here) {
+        return Err(unsupported(format!(
+            "this machine runs cpu-{here} platforms only"
+        )));
+    }
+    if platform.engine.kind != EngineKind::Candle || platform.kernel.is_some() {
+        return Err(unsupported(
+            "language models run on candle's own kernels only".into(),
+        ));
+    }
+    if platform.batch_size != 1 {
+        return Err(unsupported(
+            "language-model collection runs at batch size 1".into(),
+        ));
+    }
+    if !formats.contains(&platform.format) {
+        let list: Vec<String> = formats.iter().map(|f| f.to_string()).collect();
+        return Err(unsupported(format!(
+            "formats for this model: {}",
+            list.join(" ")
+        )));
+    }
+    Ok(())
 }
 
 pub fn open_local(model: &Model, platform: &Platform) -> Result<Box<dyn Target>> {
@@ -81,7 +81,15 @@ pub fn open_local(model: &Model, platform: &Platform) -> Result<Box<dyn Target>>
         Model::Lm { path, .. } => Box::new(LocalLm {
             id,
             platform: platform.clone(),
-            lm: QuantizedLm::load(path, platform.format)?,
+            lm: Lm::Gguf(QuantizedLm::load(path, platform.format)?),
+        }),
+        Model::Tiny(lm) => Box::new(LocalLm {
+            id,
+            platform: platform.clone(),
+            lm: Lm::Tiny(TinyLmRunner::new(
+                lm,
+                crate::grid::candle_dtype(platform.format),
+            )?),
         }),
     })
 }
@@ -135,10 +143,15 @@ impl Target for LocalImage {
     }
 }
 
+enum Lm {
+    Gguf(QuantizedLm),
+    Tiny(TinyLmRunner),
+}
+
 struct LocalLm {
     id: String,
     platform: Platform,
-    lm: QuantizedLm,
+    lm: Lm,
 }
 
 impl Target for LocalLm {
@@ -156,11 +169,14 @@ impl Target for LocalLm {
             .iter()
             .map(|p| match &p.input {
                 ProbeInput::Tokens { ids } if !ids.is_empty() => Ok(Outputs::Logits {
-                    values: LogitBits::from_f32(&self.lm.next_token_logits(ids)?),
+                    values: LogitBits::from_f32(&match &mut self.lm {
+                        Lm::Gguf(lm) => lm.next_token_logits(ids)?,
+                        Lm::Tiny(lm) => lm.next_token_logits(ids)?,
+                    }),
                 }),
                 other => Err(CollectError::ProbeMismatch {
                     probe: p.id.clone(),
-                    model: "smollm2".into(),
+                    model: self.id.clone(),
                     reason: format!("expected token ids, got {}", describe(other)),
                 }),
             })

@@ -17,7 +17,7 @@ const LM_PROBE_TOKENS: usize = 12;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Model: cnn-digits (embedded) or smollm2 (after `hspi fetch smollm2`).
+    /// Model: cnn-digits or tiny-lm (embedded), or smollm2 (after `hspi fetch smollm2`).
     #[arg(long, default_value = "cnn-digits")]
     pub model: String,
     /// `default` (the CPU grid), `candle`, or a comma-separated list of platform strings.
@@ -69,6 +69,9 @@ pub fn probe_set_for(model: &Model, spec: &str, seed: u64) -> anyhow::Result<Pro
         Ok(n) => match model {
             Model::Image(m) => hspi_probe::random_images(seed, n, m.input_shape),
             Model::Lm { .. } => hspi_probe::random_tokens(seed, n, LM_VOCAB, LM_PROBE_TOKENS),
+            Model::Tiny(lm) => {
+                hspi_probe::random_tokens(seed, n, lm.vocab.len() as u32, LM_PROBE_TOKENS)
+            }
         },
         Err(_) => hspi_probe::read_probe_set(Path::new(spec))?,
     };
@@ -76,6 +79,9 @@ pub fn probe_set_for(model: &Model, spec: &str, seed: u64) -> anyhow::Result<Pro
         let fits = match (&p.input, model) {
             (ProbeInput::Image { pixels, .. }, Model::Image(m)) => pixels.len() == m.input_len(),
             (ProbeInput::Tokens { ids }, Model::Lm { .. }) => !ids.is_empty(),
+            (ProbeInput::Tokens { ids }, Model::Tiny(lm)) => {
+                !ids.is_empty() && ids.iter().all(|i| (*i as usize) < lm.vocab.len())
+            }
             _ => false,
         };
         if !fits {
@@ -94,6 +100,9 @@ pub fn collect_local(args: &Args) -> anyhow::Result<Summary> {
     let model = Model::load(ModelId::parse(&args.model)?, args.weights.as_deref())?;
     let info = model.info();
     let platforms = grid::parse_platforms(&args.platforms, &model)?;
+    if platforms.is_empty() && args.platforms.trim() == "cuda" {
+        return Err(hspi_collect::CollectError::NoCudaDriver.into());
+    }
     if platforms.is_empty() {
         bail!("--platforms '{}' names no platform", args.platforms);
     }

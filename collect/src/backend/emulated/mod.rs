@@ -266,7 +266,7 @@ fn prepare(layer: &Layer, format: NumericFormat) -> Prepared {
 }
 
 /// [C,H,W] → [H'·W', C·k·k] patches (stride 1, zero padding), the layout of an implicit GEMM.
-fn im2col(x: &[f32], [c, h, w]: [usize; 3], k: usize, pad: usize) -> Vec<f32> {
+pub(crate) fn im2col(x: &[f32], [c, h, w]: [usize; 3], k: usize, pad: usize) -> Vec<f32> {
     let (oh, ow) = (h + 2 * pad + 1 - k, w + 2 * pad + 1 - k);
     let mut cols = Vec::with_capacity(oh * ow * c * k * k);
     for oy in 0..oh {
@@ -292,7 +292,7 @@ fn im2col(x: &[f32], [c, h, w]: [usize; 3], k: usize, pad: usize) -> Vec<f32> {
     cols
 }
 
-fn max_pool2(x: &[f32], [c, h, w]: [usize; 3]) -> Vec<f32> {
+pub(crate) fn max_pool2(x: &[f32], [c, h, w]: [usize; 3]) -> Vec<f32> {
     let (oh, ow) = (h / 2, w / 2);
     let mut out = Vec::with_capacity(c * oh * ow);
     for ch in 0..c {

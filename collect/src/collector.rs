@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use hspi_datasets::{DatasetWriter, Platform, ProbeSet, Record};
+use hspi_datasets::{DatasetWriter, Platform, ProbeSet, Record, Served};
 
 use crate::error::Result;
 use crate::target::Target;
@@ -74,14 +74,15 @@ pub fn collect(
                 let started = Instant::now();
                 let outputs = target.answer(batch)?;
                 let per_probe = started.elapsed().as_micros() as u64 / batch.len() as u64;
-                for (probe, outputs) in batch.iter().zip(outputs) {
+                for (probe, answer) in batch.iter().zip(outputs) {
                     records.push(Record {
                         probe_id: probe.id.clone(),
                         target: spec.id.clone(),
                         platform: spec.platform.clone(),
-                        outputs,
+                        outputs: answer.outputs,
                         timing_us: per_probe,
-                        usage: None,
+                        usage: answer.usage,
+                        served: Served::from_answer(answer.served_model, answer.system_fingerprint),
                     });
                 }
             }

@@ -47,6 +47,12 @@ pub enum CollectError {
     Fetch { what: String, reason: String },
     #[error("training data: {0}")]
     TrainingData(String),
+    #[error("{url}: {reason}")]
+    Http { url: String, reason: String },
+    #[error("{0}\nhint: raise --max-requests / --max-output-tokens / --max-cost, then rerun with --resume (answers already paid for are replayed from the journal)")]
+    Budget(String),
+    #[error("journal {path}: {reason}")]
+    Journal { path: PathBuf, reason: String },
 }
 
 impl From<candle_core::Error> for CollectError {

@@ -4,12 +4,14 @@ pub mod backend;
 pub mod collector;
 pub mod error;
 pub mod grid;
+pub mod http;
+pub mod serve;
 pub mod target;
 pub mod zoo;
 
 pub use collector::{collect, CollectSummary, NoProgress, PendingTarget, Progress};
 pub use error::{CollectError, Result};
-pub use target::{check_local, local_target_id, open_local, Target};
+pub use target::{check_local, local_target_id, open_local, Answer, Target};
 pub use zoo::{Model, ModelId};
 
 /// The candle release linked into this build (recorded in platforms and provenance).

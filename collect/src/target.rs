@@ -2,7 +2,7 @@
 //! endpoints are targets too. The collector sees only this trait.
 
 use hspi_datasets::{
-    EngineKind, Hardware, LogitBits, NumericFormat, Outputs, Platform, Probe, ProbeInput,
+    EngineKind, Hardware, LogitBits, NumericFormat, Outputs, Platform, Probe, ProbeInput, Usage,
 };
 
 use crate::backend::{image_backend, ImageBackend};
@@ -15,7 +15,27 @@ pub trait Target {
     fn platform(&self) -> Option<&Platform>;
     /// How many probes one call answers together (the platform's batch size).
     fn batch_size(&self) -> usize;
-    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Outputs>>;
+    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Answer>>;
+}
+
+/// One probe's answer: the outputs, and what the target reported about the call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub outputs: Outputs,
+    pub usage: Option<Usage>,
+    pub served_model: Option<String>,
+    pub system_fingerprint: Option<String>,
+}
+
+impl From<Outputs> for Answer {
+    fn from(outputs: Outputs) -> Answer {
+        Answer {
+            outputs,
+            usage: None,
+            served_model: None,
+            system_fingerprint: None,
+        }
+    }
 }
 
 pub fn local_target_id(model: &str, platform: &Platform) -> String {
@@ -112,7 +132,7 @@ impl Target for LocalImage {
     fn batch_size(&self) -> usize {
         self.batch_size
     }
-    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Outputs>> {
+    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Answer>> {
         let mut inputs = Vec::with_capacity(probes.len());
         for p in probes {
             match &p.input {
@@ -136,8 +156,11 @@ impl Target for LocalImage {
             .backend
             .forward(&inputs)?
             .into_iter()
-            .map(|v| Outputs::Logits {
-                values: LogitBits::from_f32(&v),
+            .map(|v| {
+                Outputs::Logits {
+                    values: LogitBits::from_f32(&v),
+                }
+                .into()
             })
             .collect())
     }
@@ -164,7 +187,7 @@ impl Target for LocalLm {
     fn batch_size(&self) -> usize {
         1
     }
-    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Outputs>> {
+    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Answer>> {
         probes
             .iter()
             .map(|p| match &p.input {
@@ -173,7 +196,8 @@ impl Target for LocalLm {
                         Lm::Gguf(lm) => lm.next_token_logits(ids)?,
                         Lm::Tiny(lm) => lm.next_token_logits(ids)?,
                     }),
-                }),
+                }
+                .into()),
                 other => Err(CollectError::ProbeMismatch {
                     probe: p.id.clone(),
                     model: self.id.clone(),

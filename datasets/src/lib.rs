@@ -20,5 +20,5 @@ pub use platform::{
 };
 pub use probe::{GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};
 pub use provenance::{GpuInfo, HostProvenance};
-pub use record::{LogitBits, Outputs, Record, Usage};
+pub use record::{LogitBits, Logprob, Outputs, Record, Served, TokenStep, TopEntry, Usage};
 pub use store::{Dataset, DatasetWriter, OpenMode};

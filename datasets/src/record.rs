@@ -17,6 +17,27 @@ pub struct Record {
     pub timing_us: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// What an endpoint said about itself when answering (model name, fingerprint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Served>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Served {
+    pub model: Option<String>,
+    pub system_fingerprint: Option<String>,
+}
+
+impl Served {
+    pub fn from_answer(
+        model: Option<String>,
+        system_fingerprint: Option<String>,
+    ) -> Option<Served> {
+        (model.is_some() || system_fingerprint.is_some()).then_some(Served {
+            model,
+            system_fingerprint,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +53,70 @@ pub enum Outputs {
     Logits { values: LogitBits },
     /// Generated token ids alone (text-only evidence).
     Tokens { ids: Vec<u32> },
+    /// What a completion endpoint returned: the text, and per generated token its logprob and the
+    /// top alternatives when the endpoint returns them (`steps` is empty when it does not).
+    Completion {
+        text: String,
+        steps: Vec<TokenStep>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<String>,
+    },
+}
+
+/// A logprob as the endpoint printed it. `text` is the JSON number verbatim (nothing lost);
+/// `f32_bits` is its value rounded to f32; `exact_f32` says the printed decimal is exactly an f32
+/// (llama.cpp prints f32 with 17 digits, so its bits are recoverable).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Logprob {
+    pub text: String,
+    pub f32_bits: u32,
+    pub exact_f32: bool,
+}
+
+impl Logprob {
+    pub fn parse(text: &str) -> Result<Logprob, String> {
+        let t = text.trim();
+        let wide: f64 = t
+            .parse()
+            .map_err(|_| format!("logprob '{t}' is not a number"))?;
+        let narrow: f32 = t
+            .parse()
+            .map_err(|_| format!("logprob '{t}' is not a number"))?;
+        if !wide.is_finite() {
+            return Err(format!("logprob '{t}' is not finite"));
+        }
+        Ok(Logprob {
+            text: t.to_string(),
+            f32_bits: narrow.to_bits(),
+            exact_f32: narrow as f64 == wide,
+        })
+    }
+
+    pub fn value(&self) -> f32 {
+        f32::from_bits(self.f32_bits)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopEntry {
+    pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
+    pub logprob: Logprob,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenStep {
+    pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<Vec<u8>>,
+    /// The sampled token's logprob (absent in text-only answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprob: Option<Logprob>,
+    #[serde(default)]
+    pub top: Vec<TopEntry>,
 }
 
 impl Outputs {
@@ -40,6 +125,26 @@ impl Outputs {
         match self {
             Outputs::Logits { values } => values.to_le_bytes(),
             Outputs::Tokens { ids } => ids.iter().flat_map(|i| i.to_le_bytes()).collect(),
+            Outputs::Completion { text, steps, .. } => {
+                let mut out = Vec::new();
+                let mut put = |b: &[u8]| {
+                    out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                    out.extend_from_slice(b);
+                };
+                put(text.as_bytes());
+                for s in steps {
+                    put(s.token.as_bytes());
+                    put(&s
+                        .logprob
+                        .as_ref()
+                        .map_or([0xff; 4], |l| l.f32_bits.to_le_bytes()));
+                    for t in &s.top {
+                        put(t.token.as_bytes());
+                        put(&t.logprob.f32_bits.to_le_bytes());
+                    }
+                }
+                out
+            }
         }
     }
 }
@@ -96,6 +201,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn logprobs_printed_with_17_digits_are_exact_f32() {
+        let v = -0.123_456_79f32;
+        let printed = format!("{:.17e}", v as f64);
+        let lp = Logprob::parse(&printed).unwrap();
+        assert!(lp.exact_f32);
+        assert_eq!(lp.value(), v);
+        let short = Logprob::parse("-0.1").unwrap();
+        assert!(!short.exact_f32, "0.1 is no f32");
+        assert_eq!(short.value(), -0.1f32);
+        assert!(Logprob::parse("abc").is_err());
+    }
+
+    #[test]
     fn logits_keep_every_bit_including_nan_payloads_and_negative_zero() {
         let bits = vec![0x7fc0_0001, 0x8000_0000, 1, f32::MAX.to_bits(), 0x3f80_0001];
         let rec = Record {
@@ -107,6 +225,7 @@ mod tests {
             },
             timing_us: 3,
             usage: None,
+            served: None,
         };
         let json = serde_json::to_string(&rec).unwrap();
         let back: Record = serde_json::from_str(&json).unwrap();

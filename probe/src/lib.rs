@@ -2,8 +2,10 @@
 
 mod error;
 mod file;
+mod prompts;
 mod random;
 
 pub use error::ProbeError;
 pub use file::{read_probe_set, write_probe_set};
+pub use prompts::prompts;
 pub use random::{random_images, random_tokens};

@@ -15,9 +15,10 @@ use crate::progress::Bar;
 const LM_VOCAB: u32 = 49152;
 const LM_PROBE_TOKENS: usize = 12;
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Default, clap::Args)]
 pub struct Args {
-    /// Model: cnn-digits or tiny-lm (embedded), or smollm2 (after `hspi fetch smollm2`).
+    /// Local: cnn-digits or tiny-lm (embedded), or smollm2 (after `hspi fetch smollm2`).
+    /// With --endpoint: the model name to ask the endpoint for.
     #[arg(long, default_value = "cnn-digits")]
     pub model: String,
     /// `default` (the CPU grid), `candle`, or a comma-separated list of platform strings.
@@ -44,9 +45,14 @@ pub struct Args {
     /// Print a JSON summary on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub endpoint: super::collect_http::EndpointArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.endpoint.endpoint.is_some() {
+        return super::collect_http::run(&args);
+    }
     let summary = collect_local(&args)?;
     if args.json {
         printer::data(&serde_json::to_string_pretty(&summary)?);
@@ -96,6 +102,31 @@ pub fn probe_set_for(model: &Model, spec: &str, seed: u64) -> anyhow::Result<Pro
     Ok(set)
 }
 
+pub fn open_mode(args: &Args) -> OpenMode {
+    match (args.resume, args.force) {
+        (true, _) => OpenMode::Resume,
+        (_, true) => OpenMode::Force,
+        _ => OpenMode::Create,
+    }
+}
+
+pub fn new_session() -> Session {
+    Session {
+        started_unix: unix_now(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        provenance: HostProvenance::detect(hspi_collect::engine_versions()),
+    }
+}
+
+pub fn probe_set_info(probes: &ProbeSet) -> ProbeSetInfo {
+    ProbeSetInfo {
+        hash: probes.hash(),
+        count: probes.probes.len(),
+        generator: probes.generator.clone(),
+        seed: probes.seed,
+    }
+}
+
 pub fn collect_local(args: &Args) -> anyhow::Result<Summary> {
     let model = Model::load(ModelId::parse(&args.model)?, args.weights.as_deref())?;
     let info = model.info();
@@ -114,26 +145,12 @@ pub fn collect_local(args: &Args) -> anyhow::Result<Summary> {
         schema_version: SCHEMA_VERSION,
         created_unix: unix_now(),
         model: info.clone(),
-        probe_set: ProbeSetInfo {
-            hash: probes.hash(),
-            count: probes.probes.len(),
-            generator: probes.generator.clone(),
-            seed: probes.seed,
-        },
+        probe_set: probe_set_info(&probes),
         platforms: platforms.clone(),
         sessions: Vec::new(),
     };
-    let session = Session {
-        started_unix: unix_now(),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-        provenance: HostProvenance::detect(hspi_collect::engine_versions()),
-    };
-    let mode = match (args.resume, args.force) {
-        (true, _) => OpenMode::Resume,
-        (_, true) => OpenMode::Force,
-        _ => OpenMode::Create,
-    };
-    let mut writer = DatasetWriter::open(&args.out, &manifest, &probes, session, mode)?;
+    let session = new_session();
+    let mut writer = DatasetWriter::open(&args.out, &manifest, &probes, session, open_mode(args))?;
     let targets: Vec<PendingTarget> = platforms
         .iter()
         .map(|p| PendingTarget {

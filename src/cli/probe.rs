@@ -18,6 +18,32 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Seeded text prompts for endpoints (temperature 0, top-k logprobs).
+    Prompts {
+        #[arg(long, default_value_t = 20)]
+        count: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Tokens to generate per prompt.
+        #[arg(long, default_value_t = 8)]
+        max_tokens: u32,
+        /// Alternatives with logprobs per generated token.
+        #[arg(long, default_value_t = 5)]
+        top_logprobs: u32,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+fn write(set: &hspi_datasets::ProbeSet, out: &std::path::Path) -> anyhow::Result<()> {
+    hspi_probe::write_probe_set(out, set)?;
+    printer::status(&format!(
+        "wrote {} probes (set {}) to {}",
+        set.probes.len(),
+        &set.hash()[..12],
+        out.display()
+    ));
+    Ok(())
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -37,14 +63,18 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                     super::collect::probe_set_for(&m, &count.to_string(), seed)?
                 }
             };
-            hspi_probe::write_probe_set(&out, &set)?;
-            printer::status(&format!(
-                "wrote {} probes (set {}) to {}",
-                set.probes.len(),
-                &set.hash()[..12],
-                out.display()
-            ));
+            write(&set, &out)?;
         }
+        Command::Prompts {
+            count,
+            seed,
+            max_tokens,
+            top_logprobs,
+            out,
+        } => write(
+            &hspi_probe::prompts(seed, count, max_tokens, top_logprobs),
+            &out,
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -27,6 +27,10 @@ fn values(r: &Record) -> Vec<f32> {
     match &r.outputs {
         Outputs::Logits { values } => values.to_f32(),
         Outputs::Tokens { ids } => ids.iter().map(|i| *i as f32).collect(),
+        Outputs::Completion { steps, .. } => steps
+            .iter()
+            .map(|s| s.logprob.as_ref().map_or(f32::NAN, |l| l.value()))
+            .collect(),
     }
 }
 

@@ -1,9 +1,9 @@
 //! One record per line, `{…,"check":"<16 hex>"}`: the check is sha256 over the line without it, so
 //! a reader can name the exact record that was altered, and pandas still reads the line as JSON.
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
-
-use crate::record::Record;
 
 const CHECK_KEY: &str = ",\"check\":\"";
 
@@ -11,13 +11,18 @@ fn check_of(body: &str) -> String {
     hex::encode(&Sha256::digest(body.as_bytes())[..8])
 }
 
-pub fn encode_line(record: &Record) -> String {
-    let body = serde_json::to_string(record).expect("records always serialise");
+/// One JSON object per line (records, journal entries), ending in its own check.
+pub fn encode_line<T: Serialize>(value: &T) -> String {
+    let body = serde_json::to_string(value).expect("hspi's line types always serialise");
+    debug_assert!(
+        body.ends_with('}'),
+        "only JSON objects are written as lines"
+    );
     let check = check_of(&body);
     format!("{}{CHECK_KEY}{check}\"}}\n", &body[..body.len() - 1])
 }
 
-pub fn decode_line(line: &str) -> Result<Record, String> {
+pub fn decode_line<T: DeserializeOwned>(line: &str) -> Result<T, String> {
     let line = line.strip_suffix('\n').unwrap_or(line);
     let inner = line
         .strip_suffix("\"}")
@@ -28,13 +33,13 @@ pub fn decode_line(line: &str) -> Result<Record, String> {
     if check_of(&body) != check {
         return Err(format!("check {check} does not match the record's content"));
     }
-    serde_json::from_str(&body).map_err(|e| format!("not a valid record: {e}"))
+    serde_json::from_str(&body).map_err(|e| format!("not a valid entry: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{LogitBits, Outputs};
+    use crate::record::{LogitBits, Outputs, Record};
 
     fn rec() -> Record {
         Record {
@@ -46,6 +51,7 @@ mod tests {
             },
             timing_us: 12,
             usage: None,
+            served: None,
         }
     }
 
@@ -53,7 +59,7 @@ mod tests {
     fn round_trip_and_plain_json() {
         let line = encode_line(&rec());
         assert!(line.ends_with("\"}\n"));
-        assert_eq!(decode_line(&line).unwrap(), rec());
+        assert_eq!(decode_line::<Record>(&line).unwrap(), rec());
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["probe_id"], "abc");
     }
@@ -67,7 +73,10 @@ mod tests {
             let Ok(s) = String::from_utf8(bytes) else {
                 continue;
             };
-            assert!(decode_line(&s).is_err(), "flip at {i} undetected: {s}");
+            assert!(
+                decode_line::<Record>(&s).is_err(),
+                "flip at {i} undetected: {s}"
+            );
         }
     }
 
@@ -75,7 +84,7 @@ mod tests {
     fn truncation_is_detected() {
         let line = encode_line(&rec());
         for cut in 1..line.len() - 1 {
-            assert!(decode_line(&line[..cut]).is_err());
+            assert!(decode_line::<Record>(&line[..cut]).is_err());
         }
     }
 }

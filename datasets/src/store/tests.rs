@@ -66,6 +66,7 @@ fn record(probe: &Probe, v: f32) -> Record {
         },
         timing_us: 1,
         usage: None,
+        served: None,
     }
 }
 

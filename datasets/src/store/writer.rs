@@ -289,7 +289,7 @@ pub(crate) fn read_shard(dir: &Path, rel: &str) -> Result<Vec<Record>> {
     text.lines()
         .enumerate()
         .map(|(n, line)| {
-            decode_line(line).map_err(|reason| DatasetError::CorruptRecord {
+            decode_line::<Record>(line).map_err(|reason| DatasetError::CorruptRecord {
                 shard: path.clone(),
                 record: n + 1,
                 reason,
@@ -315,7 +315,7 @@ fn repair_shard(dir: &Path, rel: &str, done: &mut HashSet<(String, String)>) -> 
     let lines: Vec<&str> = text.lines().collect();
     let mut good = 0usize;
     for (n, line) in lines.iter().enumerate() {
-        match decode_line(line) {
+        match decode_line::<Record>(line) {
             Ok(r) => {
                 let key = (r.target, r.probe_id);
                 if done.contains(&key) {

@@ -1,0 +1,205 @@
+//! Sending requests safely: timeouts, a shared rate limit, retries with exponential backoff and
+//! full jitter that honour `Retry-After` on 429/503. The API key goes in a header only; it is never
+//! part of a URL, a body, a journal entry or a message.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+/// Response headers worth keeping as provenance (never anything that could carry credentials).
+const KEPT_HEADERS: [&str; 8] = [
+    "server",
+    "date",
+    "content-type",
+    "x-request-id",
+    "openai-model",
+    "openai-processing-ms",
+    "retry-after",
+    "via",
+];
+
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+    /// Requests per second across all workers (None: unlimited).
+    pub rate_limit: Option<f64>,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            timeout: Duration::from_secs(120),
+            max_retries: 5,
+            backoff_base: Duration::from_millis(250),
+            backoff_max: Duration::from_secs(30),
+            rate_limit: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    pub elapsed_ms: u64,
+}
+
+impl RawResponse {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+pub struct Client {
+    http: reqwest::blocking::Client,
+    config: ClientConfig,
+    api_key: Option<String>,
+    next_slot: Mutex<Instant>,
+}
+
+/// What one `post` cost and how it ended.
+#[derive(Debug)]
+pub struct Attempts {
+    pub sent: u32,
+    pub result: Result<RawResponse, String>,
+}
+
+impl Client {
+    pub fn new(config: ClientConfig, api_key: Option<String>) -> Result<Client, String> {
+        let http = reqwest::blocking::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(Duration::from_secs(10).min(config.timeout))
+            .user_agent(concat!("hspi/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Client {
+            http,
+            config,
+            api_key,
+            next_slot: Mutex::new(Instant::now()),
+        })
+    }
+
+    fn wait_for_slot(&self) {
+        let Some(rps) = self.config.rate_limit.filter(|r| *r > 0.0) else {
+            return;
+        };
+        let wait = {
+            let mut next = self.next_slot.lock().expect("rate limiter lock");
+            let now = Instant::now();
+            let slot = (*next).max(now);
+            *next = slot + Duration::from_secs_f64(1.0 / rps);
+            slot - now
+        };
+        std::thread::sleep(wait);
+    }
+
+    fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        let exp = self
+            .config
+            .backoff_base
+            .saturating_mul(1 << attempt.min(16))
+            .min(self.config.backoff_max);
+        let jittered = Duration::from_secs_f64(rand::rng().random_range(0.0..=exp.as_secs_f64()));
+        match retry_after {
+            Some(r) => r.min(self.config.backoff_max).max(jittered),
+            None => jittered,
+        }
+    }
+
+    /// POST `body` as JSON. `may_send` is asked before every attempt (the budget); when it says
+    /// no, the call stops with the last answer or an error saying why.
+    pub fn post(
+        &self,
+        url: &str,
+        body: &str,
+        may_send: &dyn Fn() -> Result<(), String>,
+    ) -> Attempts {
+        let mut sent = 0;
+        let mut last_err = String::new();
+        for attempt in 0..=self.config.max_retries {
+            if let Err(e) = may_send() {
+                return Attempts {
+                    sent,
+                    result: Err(if last_err.is_empty() {
+                        e
+                    } else {
+                        format!("{e} (after: {last_err})")
+                    }),
+                };
+            }
+            self.wait_for_slot();
+            let mut req = self
+                .http
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.to_string());
+            if let Some(key) = &self.api_key {
+                req = req.bearer_auth(key);
+            }
+            let started = Instant::now();
+            sent += 1;
+            let retry_after;
+            match req.send() {
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    let headers: Vec<(String, String)> = resp
+                        .headers()
+                        .iter()
+                        .filter(|(k, _)| KEPT_HEADERS.contains(&k.as_str()))
+                        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+                        .collect();
+                    retry_after = headers
+                        .iter()
+                        .find(|(k, _)| k == "retry-after")
+                        .and_then(|(_, v)| v.trim().parse::<f64>().ok())
+                        .map(Duration::from_secs_f64);
+                    let text = match resp.text() {
+                        Ok(t) => t,
+                        Err(e) => {
+                            last_err = format!("reading the body from {url} failed: {e}");
+                            std::thread::sleep(self.backoff(attempt, None));
+                            continue;
+                        }
+                    };
+                    let raw = RawResponse {
+                        status,
+                        headers,
+                        body: text,
+                        elapsed_ms: started.elapsed().as_millis() as u64,
+                    };
+                    let retryable = matches!(status, 429 | 500 | 502 | 503 | 504);
+                    if !retryable || attempt == self.config.max_retries {
+                        return Attempts {
+                            sent,
+                            result: Ok(raw),
+                        };
+                    }
+                    last_err = format!("HTTP {status} from {url}");
+                }
+                Err(e) => {
+                    retry_after = None;
+                    last_err = if e.is_timeout() {
+                        format!("{url} did not answer within {:?}", self.config.timeout)
+                    } else if e.is_connect() {
+                        format!("cannot connect to {url} (connection refused or unreachable)")
+                    } else {
+                        format!("request to {url} failed: {e}")
+                    };
+                }
+            }
+            if attempt < self.config.max_retries {
+                std::thread::sleep(self.backoff(attempt, retry_after));
+            }
+        }
+        Attempts {
+            sent,
+            result: Err(format!("gave up after {sent} attempts: {last_err}")),
+        }
+    }
+}

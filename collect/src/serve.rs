@@ -1,0 +1,250 @@
+//! `hspi serve`: an OpenAI-compatible server (chat + completions, with logprobs) over a local
+//! target at a chosen platform, so anyone can stand up a known platform on loopback. It serves the
+//! embedded tiny LM (its tokenizer is its character vocabulary). Requests are answered one at a
+//! time, so concurrent load cannot change the bits.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use hspi_datasets::Platform;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use serde_json::{json, Value};
+
+use crate::error::{CollectError, Result};
+use crate::grid::candle_dtype;
+use crate::zoo::{tiny_lm, TinyLm, TinyLmRunner};
+
+const MAX_BODY: usize = 1 << 20;
+
+pub struct Served {
+    lm: TinyLm,
+    runner: TinyLmRunner,
+    platform: Platform,
+    requests: AtomicU64,
+}
+
+pub struct ServerHandle {
+    pub addr: SocketAddr,
+    server: Arc<tiny_http::Server>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Block until the server stops (for `hspi serve` in the foreground).
+    pub fn join(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Serve `lm` at `platform` on `addr` (port 0 picks a free port).
+pub fn start(lm: TinyLm, platform: &Platform, addr: &str) -> Result<ServerHandle> {
+    crate::target::check_local(&crate::Model::Tiny(lm.clone()), platform)?;
+    let runner = TinyLmRunner::new(&lm, candle_dtype(platform.format))?;
+    let server = tiny_http::Server::http(addr).map_err(|e| CollectError::Http {
+        url: addr.into(),
+        reason: format!("cannot listen: {e}"),
+    })?;
+    let addr = server
+        .server_addr()
+        .to_ip()
+        .ok_or_else(|| CollectError::Http {
+            url: addr.to_string(),
+            reason: "not an IP address".into(),
+        })?;
+    let server = Arc::new(server);
+    let served = Served {
+        lm,
+        runner,
+        platform: platform.clone(),
+        requests: AtomicU64::new(0),
+    };
+    let srv = server.clone();
+    let thread = std::thread::spawn(move || {
+        for mut request in srv.incoming_requests() {
+            let (status, body) = served.handle(&mut request);
+            let header =
+                tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..])
+                    .expect("static header");
+            let response = tiny_http::Response::from_string(body.to_string())
+                .with_status_code(status)
+                .with_header(header);
+            let _ = request.respond(response);
+        }
+    });
+    Ok(ServerHandle {
+        addr,
+        server,
+        thread: Some(thread),
+    })
+}
+
+fn error(status: u16, message: &str) -> (u16, Value) {
+    (
+        status,
+        json!({"error": {"message": message, "type": "invalid_request_error", "code": status}}),
+    )
+}
+
+impl Served {
+    fn handle(&self, request: &mut tiny_http::Request) -> (u16, Value) {
+        let path = request
+            .url()
+            .split('?')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('/')
+            .to_string();
+        match (request.method(), path.as_str()) {
+            (tiny_http::Method::Get, "/health") => (200, json!({"status": "ok"})),
+            (tiny_http::Method::Get, "/v1/models") => (
+                200,
+                json!({"object": "list", "data": [{"id": tiny_lm::ID, "object": "model", "owned_by": "hspi", "platform": self.platform.to_string()}]}),
+            ),
+            (tiny_http::Method::Post, "/v1/chat/completions") => self.complete(request, true),
+            (tiny_http::Method::Post, "/v1/completions") => self.complete(request, false),
+            _ => error(404, &format!("no route for {} {path}", request.method())),
+        }
+    }
+
+    fn complete(&self, request: &mut tiny_http::Request, chat: bool) -> (u16, Value) {
+        let mut body = String::new();
+        if request
+            .as_reader()
+            .take(MAX_BODY as u64 + 1)
+            .read_to_string(&mut body)
+            .is_err()
+            || body.len() > MAX_BODY
+        {
+            return error(400, "the body is not UTF-8 text of at most 1 MiB");
+        }
+        let v: Value = match serde_json::from_str(&body) {
+            Ok(v) => v,
+            Err(e) => return error(400, &format!("malformed JSON: {e}")),
+        };
+        let prompt = if chat {
+            v["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+                .and_then(|m| m["content"].as_str())
+                .map(str::to_string)
+        } else {
+            v["prompt"].as_str().map(str::to_string)
+        };
+        let Some(prompt) = prompt.filter(|p| !p.is_empty()) else {
+            return error(400, if chat { "no user message" } else { "no prompt" });
+        };
+        let ids = match self.lm.encode(&prompt) {
+            Ok(ids) => ids,
+            Err(e) => return error(400, &e.to_string()),
+        };
+        let max_tokens = v["max_tokens"].as_u64().unwrap_or(16).min(512) as usize;
+        let temperature = v["temperature"].as_f64().unwrap_or(0.0);
+        let top_k = if chat {
+            if v["logprobs"].as_bool().unwrap_or(false) {
+                v["top_logprobs"].as_u64().unwrap_or(0).min(20) as usize
+            } else {
+                0
+            }
+        } else {
+            v["logprobs"].as_u64().unwrap_or(0).min(20) as usize
+        };
+        let want_logprobs = top_k > 0 || v["logprobs"].as_bool().unwrap_or(false);
+        let mut rng = ChaCha20Rng::seed_from_u64(v["seed"].as_u64().unwrap_or(0));
+        let mut context = ids.clone();
+        let mut steps = Vec::new();
+        let mut text = String::new();
+        for _ in 0..max_tokens {
+            let logits = match self.runner.next_token_logits(&context) {
+                Ok(l) => l,
+                Err(e) => return error(500, &e.to_string()),
+            };
+            let lp = log_softmax(&logits);
+            let next = if temperature <= 0.0 {
+                argmax(&lp)
+            } else {
+                sample(&logits, temperature as f32, &mut rng)
+            };
+            let entry = |i: usize| {
+                let token = self.lm.decode(&[i as u32]);
+                // f32 widened to f64 prints the f32's exact value (as llama.cpp does).
+                json!({"id": i, "token": token, "bytes": token.as_bytes(), "logprob": lp[i] as f64})
+            };
+            let mut step = entry(next);
+            let mut order: Vec<usize> = (0..lp.len()).collect();
+            order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
+            step["top_logprobs"] =
+                Value::Array(order.iter().take(top_k).map(|i| entry(*i)).collect());
+            steps.push(step);
+            text.push_str(&self.lm.decode(&[next as u32]));
+            context.push(next as u32);
+        }
+        let n = self.requests.fetch_add(1, Ordering::Relaxed);
+        let logprobs = if want_logprobs {
+            json!({"content": steps})
+        } else {
+            Value::Null
+        };
+        let choice = if chat {
+            json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": logprobs, "finish_reason": "length"})
+        } else {
+            json!({"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"})
+        };
+        (
+            200,
+            json!({
+                "id": format!("hspi-{n}"),
+                "object": if chat { "chat.completion" } else { "text_completion" },
+                "model": tiny_lm::ID,
+                "system_fingerprint": format!("hspi-{}", env!("CARGO_PKG_VERSION")),
+                "choices": [choice],
+                "usage": {"prompt_tokens": ids.len(), "completion_tokens": max_tokens, "total_tokens": ids.len() + max_tokens},
+            }),
+        )
+    }
+}
+
+/// log softmax in f32, as inference engines compute it.
+pub fn log_softmax(logits: &[f32]) -> Vec<f32> {
+    let m = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|x| (x - m).exp()).sum();
+    let ls = sum.ln();
+    logits.iter().map(|x| x - m - ls).collect()
+}
+
+fn argmax(v: &[f32]) -> usize {
+    (0..v.len())
+        .max_by(|a, b| v[*a].total_cmp(&v[*b]).then(b.cmp(a)))
+        .unwrap_or(0)
+}
+
+fn sample(logits: &[f32], temperature: f32, rng: &mut ChaCha20Rng) -> usize {
+    let scaled: Vec<f32> = logits.iter().map(|x| x / temperature).collect();
+    let p: Vec<f32> = log_softmax(&scaled).iter().map(|x| x.exp()).collect();
+    let mut r: f32 = rng.random_range(0.0..1.0);
+    for (i, pi) in p.iter().enumerate() {
+        r -= pi;
+        if r <= 0.0 {
+            return i;
+        }
+    }
+    p.len() - 1
+}

@@ -70,9 +70,16 @@ pub fn collect(
         let bs = target.batch_size().max(1);
         for chunk in todo.chunks(APPEND_BATCH.div_ceil(bs) * bs) {
             let mut records = Vec::with_capacity(chunk.len());
+            let mut failure = None;
             for batch in chunk.chunks(bs) {
                 let started = Instant::now();
-                let outputs = target.answer(batch)?;
+                let outputs = match target.answer(batch) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                };
                 let per_probe = started.elapsed().as_micros() as u64 / batch.len() as u64;
                 for (probe, answer) in batch.iter().zip(outputs) {
                     records.push(Record {
@@ -86,9 +93,14 @@ pub fn collect(
                     });
                 }
             }
+            // What was answered before a failure is kept: append first, then report.
             writer.append(&records)?;
             summary.written += records.len();
             progress.advance(records.len() as u64);
+            if let Some(e) = failure {
+                progress.finish();
+                return Err(e);
+            }
         }
     }
     progress.finish();

@@ -1,5 +1,7 @@
 #![allow(dead_code)]
 
+pub mod fake;
+
 use std::path::Path;
 use std::process::{Command, Output};
 

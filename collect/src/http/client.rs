@@ -85,6 +85,14 @@ impl Client {
         })
     }
 
+    /// A server echoing the key back must not get it into a journal or a message.
+    fn scrub(&self, text: &str) -> String {
+        match &self.api_key {
+            Some(key) if text.contains(key.as_str()) => text.replace(key.as_str(), "[redacted]"),
+            _ => text.to_string(),
+        }
+    }
+
     fn wait_for_slot(&self) {
         let Some(rps) = self.config.rate_limit.filter(|r| *r > 0.0) else {
             return;
@@ -169,8 +177,11 @@ impl Client {
                     };
                     let raw = RawResponse {
                         status,
-                        headers,
-                        body: text,
+                        headers: headers
+                            .into_iter()
+                            .map(|(k, v)| (k, self.scrub(&v)))
+                            .collect(),
+                        body: self.scrub(&text),
                         elapsed_ms: started.elapsed().as_millis() as u64,
                     };
                     let retryable = matches!(status, 429 | 500 | 502 | 503 | 504);

@@ -21,6 +21,9 @@ use hspi_datasets::{manifest::unix_now, Platform, Probe, ProbeInput};
 use crate::error::{CollectError, Result};
 use crate::target::{Answer, Target};
 
+/// Extra fetches of a 200 answer that does not parse before giving up.
+const MALFORMED_REFETCHES: usize = 2;
+
 pub struct HttpTarget {
     pub id: String,
     pub url: String,
@@ -53,24 +56,30 @@ impl HttpTarget {
         };
         let body = request::body(self.shape, &self.model, text, params, &self.options);
         let key = request_key(&self.url, &body);
-        let raw = match self.journal.replay(&key) {
-            Some(raw) => raw,
-            None => self.fetch(
-                &key,
-                &body,
-                text.len() as u64 + 64,
-                params.max_tokens as u64,
-            )?,
-        };
         let http_err = |reason: String| CollectError::Http {
             url: self.url.clone(),
             reason,
         };
-        if !raw.is_success() {
-            let body: String = raw.body.chars().take(200).collect();
-            return Err(http_err(format!("HTTP {}: {body}", raw.status)));
+        let (prompt_bound, max_tokens) = (text.len() as u64 + 64, params.max_tokens as u64);
+        // A 200 whose body is no valid answer (a truncated transfer, a proxy's page) is fetched
+        // again, a bounded number of times; the journal keeps every body it got.
+        let mut replayed = self.journal.replay(&key);
+        let mut parsed = Err(String::new());
+        for _ in 0..=MALFORMED_REFETCHES {
+            let raw = match replayed.take() {
+                Some(raw) => raw,
+                None => self.fetch(&key, &body, prompt_bound, max_tokens)?,
+            };
+            if !raw.is_success() {
+                let body: String = raw.body.chars().take(200).collect();
+                return Err(http_err(format!("HTTP {}: {body}", raw.status)));
+            }
+            parsed = response::parse(&raw.body);
+            if parsed.is_ok() {
+                break;
+            }
         }
-        let parsed = response::parse(&raw.body).map_err(http_err)?;
+        let parsed = parsed.map_err(http_err)?;
         if let Some(served) = &parsed.model {
             if !self.allow_model_mismatch
                 && served != &self.model

@@ -327,3 +327,52 @@ fn hspi_serve_answers_both_apis_bit_identically_and_formats_differ() {
         .iter()
         .all(|s| s.logprob.as_ref().unwrap().exact_f32 && s.top.len() == 5));
 }
+
+#[test]
+fn sigkill_during_http_collection_then_resume_loses_and_repeats_nothing() {
+    let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
+    let server = serve(&format!("{isa}/candle-0.11.1/f16/bs1"));
+    let url = format!("{}/chat/completions", server.1);
+    let tmp = tempfile::tempdir().unwrap();
+    let (whole, killed) = (tmp.path().join("whole"), tmp.path().join("killed"));
+    let args = |out: &std::path::Path| -> Vec<String> {
+        [
+            "collect",
+            "--endpoint",
+            &url,
+            "--model",
+            "tiny-lm",
+            "--probes",
+            "60",
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    assert_eq!(hspi().args(args(&whole)).status().unwrap().code(), Some(0));
+    let mut kills = 0;
+    for (attempt, ms) in [20u64, 150, 300, 500, 800, 1200, 2000, 4000]
+        .iter()
+        .enumerate()
+    {
+        let mut a = args(&killed);
+        if attempt > 0 {
+            a.push("--resume".into());
+        }
+        let mut child = hspi().args(a).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(*ms));
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills += 1;
+    }
+    let mut a = args(&killed);
+    a.push("--resume".into());
+    assert_eq!(hspi().args(a).status().unwrap().code(), Some(0));
+    assert!(kills >= 2, "only {kills} kills landed");
+    assert_eq!(record_set(&whole), record_set(&killed));
+}

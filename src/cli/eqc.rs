@@ -1,21 +1,40 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::bail;
 use hspi_datasets::Dataset;
 
 use crate::printer;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Dataset directory.
-    pub dataset: PathBuf,
+    /// Dataset directories (several: e.g. one per endpoint), all over the same probe set.
+    #[arg(required = true)]
+    pub datasets: Vec<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let grouping = hspi_classify::group_eqcs(&Dataset::open(&args.dataset)?.records()?)?;
+    let mut records = Vec::new();
+    let mut first: Option<(PathBuf, String)> = None;
+    for dir in &args.datasets {
+        let d = Dataset::open(dir)?;
+        match &first {
+            None => first = Some((dir.clone(), d.manifest.probe_set.hash.clone())),
+            Some((f, hash)) if *hash != d.manifest.probe_set.hash => bail!(
+                "{} and {} hold different probe sets ({} vs {}): EQCs compare the same probes",
+                f.display(),
+                dir.display(),
+                &hash[..12],
+                &d.manifest.probe_set.hash[..12]
+            ),
+            Some(_) => {}
+        }
+        records.extend(d.records()?);
+    }
+    let grouping = hspi_classify::group_eqcs(&records)?;
     printer::data(&if args.json {
         hspi_reports::eqc_table::render_json(&grouping)
     } else {

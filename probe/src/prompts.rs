@@ -1,7 +1,7 @@
 //! Seeded prompt sets for endpoints: short English continuations composed from a fixed word list,
 //! with pinned generation parameters (temperature 0, a seed, top-k logprobs).
 
-use hspi_datasets::{GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};
+use hspi_datasets::{GenerationParams, ProbeInput, ProbeSet};
 use rand::seq::IndexedRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -108,43 +108,30 @@ const WORDS: &[&str] = &[
 const STARTS: &[&str] = &["And", "Then", "Now", "So", "In", "When", "Behold"];
 
 pub fn prompts(seed: u64, count: usize, max_tokens: u32, top_logprobs: u32) -> ProbeSet {
-    let generator = "prompts-wordlist";
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let probes = (0..count)
+    let inputs: Vec<ProbeInput> = (0..count)
         .map(|index| {
-            let n = 4 + index % 6;
             let mut text = STARTS
                 .choose(&mut rng)
                 .copied()
                 .unwrap_or("And")
                 .to_string();
-            for _ in 0..n {
+            for _ in 0..4 + index % 6 {
                 text.push(' ');
                 text.push_str(WORDS.choose(&mut rng).copied().unwrap_or("the"));
             }
-            Probe::new(
-                ProbeInput::Prompt {
-                    text,
-                    params: GenerationParams {
-                        max_tokens,
-                        temperature: 0.0,
-                        top_logprobs,
-                        seed: Some(seed),
-                    },
+            ProbeInput::Prompt {
+                text,
+                params: GenerationParams {
+                    max_tokens,
+                    temperature: 0.0,
+                    top_logprobs,
+                    seed: Some(seed),
                 },
-                ProbeProvenance {
-                    generator: generator.into(),
-                    seed,
-                    index: index as u64,
-                },
-            )
+            }
         })
         .collect();
-    ProbeSet {
-        generator: generator.into(),
-        seed,
-        probes,
-    }
+    crate::seeded_set("prompts-wordlist", seed, inputs)
 }
 
 #[cfg(test)]

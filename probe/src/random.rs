@@ -1,59 +1,31 @@
 //! Seeded random probes: 8-bit image levels (what a camera or a PNG gives) and token sequences.
 
-use hspi_datasets::{Probe, ProbeInput, ProbeProvenance, ProbeSet};
+use hspi_datasets::{ProbeInput, ProbeSet};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 /// `count` images of `shape` = [channels, height, width] with pixels on the 8-bit grid k/255.
 pub fn random_images(seed: u64, count: usize, shape: [usize; 3]) -> ProbeSet {
-    let generator = "random-u8-image";
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let n = shape.iter().product::<usize>();
-    let probes = (0..count)
-        .map(|index| {
-            let pixels = (0..n).map(|_| rng.random::<u8>() as f32 / 255.0).collect();
-            Probe::new(
-                ProbeInput::Image {
-                    shape: shape.to_vec(),
-                    pixels,
-                },
-                ProbeProvenance {
-                    generator: generator.into(),
-                    seed,
-                    index: index as u64,
-                },
-            )
+    let inputs: Vec<ProbeInput> = (0..count)
+        .map(|_| ProbeInput::Image {
+            shape: shape.to_vec(),
+            pixels: (0..n).map(|_| rng.random::<u8>() as f32 / 255.0).collect(),
         })
         .collect();
-    ProbeSet {
-        generator: generator.into(),
-        seed,
-        probes,
-    }
+    crate::seeded_set("random-u8-image", seed, inputs)
 }
 
 /// `count` token sequences of length `len` drawn uniformly from `0..vocab`.
 pub fn random_tokens(seed: u64, count: usize, vocab: u32, len: usize) -> ProbeSet {
-    let generator = "random-tokens";
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let probes = (0..count)
-        .map(|index| {
-            let ids = (0..len).map(|_| rng.random_range(0..vocab)).collect();
-            Probe::new(
-                ProbeInput::Tokens { ids },
-                ProbeProvenance {
-                    generator: generator.into(),
-                    seed,
-                    index: index as u64,
-                },
-            )
+    let inputs: Vec<ProbeInput> = (0..count)
+        .map(|_| ProbeInput::Tokens {
+            ids: (0..len).map(|_| rng.random_range(0..vocab)).collect(),
         })
         .collect();
-    ProbeSet {
-        generator: generator.into(),
-        seed,
-        probes,
-    }
+    crate::seeded_set("random-tokens", seed, inputs)
 }
 
 #[cfg(test)]

@@ -16,10 +16,14 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// Every record of several datasets over one probe set, and that probe set.
+pub fn load_records(
+    dirs: &[PathBuf],
+) -> anyhow::Result<(Vec<hspi_datasets::Record>, hspi_datasets::ProbeSet)> {
     let mut records = Vec::new();
     let mut first: Option<(PathBuf, String)> = None;
-    for dir in &args.datasets {
+    let mut probes = None;
+    for dir in dirs {
         let d = Dataset::open(dir)?;
         match &first {
             None => first = Some((dir.clone(), d.manifest.probe_set.hash.clone())),
@@ -32,8 +36,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ),
             Some(_) => {}
         }
+        if probes.is_none() {
+            probes = Some(d.probe_set()?);
+        }
         records.extend(d.records()?);
     }
+    Ok((
+        records,
+        probes.expect("at least one dataset (clap requires one)"),
+    ))
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (records, _) = load_records(&args.datasets)?;
     let grouping = hspi_classify::group_eqcs(&records)?;
     printer::data(&if args.json {
         hspi_reports::eqc_table::render_json(&grouping)

@@ -18,6 +18,28 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Numeric-stress images for a model (saturated, bf16 rounding midpoints, near-cancelling).
+    Stress {
+        #[arg(long, default_value = "cnn-digits")]
+        model: String,
+        #[arg(long, default_value_t = 200)]
+        count: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The fewest probes of a collected probe set that still separate every pair of EQCs.
+    Minimize {
+        /// Dataset directories over one probe set.
+        #[arg(required = true)]
+        datasets: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        /// Print the coverage report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Seeded text prompts for endpoints (temperature 0, top-k logprobs).
     Prompts {
         #[arg(long, default_value_t = 20)]
@@ -33,6 +55,62 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+fn minimize(datasets: &[PathBuf], out: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    use std::collections::BTreeMap;
+    let (records, probes) = super::eqc::load_records(datasets)?;
+    let grouping = hspi_classify::group_eqcs(&records)?;
+    let representatives: Vec<String> = grouping
+        .eqcs
+        .iter()
+        .map(|e| e.members[0].to_string())
+        .collect();
+    let mut outputs = BTreeMap::new();
+    for r in &records {
+        let key = r
+            .platform
+            .as_ref()
+            .map_or_else(|| r.target.clone(), |p| p.to_string());
+        outputs.insert((key, r.probe_id.clone()), r.outputs.identity_bytes());
+    }
+    let order: Vec<String> = probes.probes.iter().map(|p| p.id.clone()).collect();
+    let cover = hspi_probe::minimize::greedy_cover(&hspi_probe::minimize::output_table(
+        &order,
+        &representatives,
+        &outputs,
+    ));
+    let set = hspi_datasets::ProbeSet {
+        generator: format!("minimized:{}", probes.generator),
+        seed: probes.seed,
+        probes: cover
+            .chosen
+            .iter()
+            .map(|i| probes.probes[*i].clone())
+            .collect(),
+    };
+    write(&set, out)?;
+    let report = serde_json::json!({
+        "eqcs": grouping.eqcs.len(),
+        "pairs": cover.pairs,
+        "covered": cover.covered,
+        "probes_available": probes.probes.len(),
+        "probes_chosen": cover.chosen.len(),
+        "inseparable": cover.inseparable,
+    });
+    if json {
+        printer::data(&serde_json::to_string_pretty(&report)?);
+    } else {
+        printer::data(&format!(
+            "{} of {} probes separate {} of {} EQC pairs ({} EQCs)",
+            cover.chosen.len(),
+            probes.probes.len(),
+            cover.covered,
+            cover.pairs,
+            grouping.eqcs.len()
+        ));
+    }
+    Ok(())
 }
 
 fn write(set: &hspi_datasets::ProbeSet, out: &std::path::Path) -> anyhow::Result<()> {
@@ -65,6 +143,22 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             };
             write(&set, &out)?;
         }
+        Command::Stress {
+            model,
+            count,
+            seed,
+            out,
+        } => {
+            let Model::Image(m) = Model::load(ModelId::parse(&model)?, None)? else {
+                anyhow::bail!("stress images are for image models; '{model}' takes text (use `hspi probe prompts`)");
+            };
+            write(&hspi_probe::stress_images(seed, count, m.input_shape), &out)?;
+        }
+        Command::Minimize {
+            datasets,
+            out,
+            json,
+        } => minimize(&datasets, &out, json)?,
         Command::Prompts {
             count,
             seed,

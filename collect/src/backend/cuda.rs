@@ -209,101 +209,20 @@ impl CudaImage {
 
     /// out (row-major [rows, positions]) = W[rows, k] · X[positions, k]ᵀ on the device.
     fn gemm(&self, weight: &DeviceMatrix, rows: usize, k: usize, x: &[f32]) -> Result<Vec<f32>> {
-        use cublas_sys::{
-            cublasComputeType_t as Compute, cublasGemmAlgo_t, cublasOperation_t as Op,
-            cudaDataType as Ty,
-        };
+        use cublas_sys::cudaDataType as Ty;
         let positions = x.len() / k;
         let xs = upload(&self.stream, x, self.platform.format)?;
-        let compute = match self.platform.format {
-            NumericFormat::Tf32 => Compute::CUBLAS_COMPUTE_32F_FAST_TF32,
-            _ => Compute::CUBLAS_COMPUTE_32F,
-        };
-        let (alpha, beta) = (1f32, 0f32);
-        // Column-major view: C (positions × rows) = Xᵀᵀ·W = op_T(Xc) · Wc, which is out in row-major.
-        let (m, n, kk) = (positions as i32, rows as i32, k as i32);
-        let out = match (weight, &xs) {
+        Ok(match (weight, &xs) {
             (DeviceMatrix::F32(w), DeviceMatrix::F32(xd)) => {
-                let mut c = self
-                    .stream
-                    .alloc_zeros::<f32>(positions * rows)
-                    .map_err(cuda_err)?;
-                {
-                    let (a, _ga) = xd.device_ptr(&self.stream);
-                    let (b, _gb) = w.device_ptr(&self.stream);
-                    let (cp, _gc) = c.device_ptr_mut(&self.stream);
-                    // SAFETY: device buffers sized positions·k, rows·k and positions·rows above.
-                    unsafe {
-                        cublas_result::gemm_ex(
-                            *self.blas.handle(),
-                            Op::CUBLAS_OP_T,
-                            Op::CUBLAS_OP_N,
-                            m,
-                            n,
-                            kk,
-                            &alpha as *const f32 as *const c_void,
-                            a as *const c_void,
-                            Ty::CUDA_R_32F,
-                            kk,
-                            b as *const c_void,
-                            Ty::CUDA_R_32F,
-                            kk,
-                            &beta as *const f32 as *const c_void,
-                            cp as *mut c_void,
-                            Ty::CUDA_R_32F,
-                            m,
-                            compute,
-                            cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-                        )
-                    }
-                    .map_err(cuda_err)?;
-                }
-                self.stream.clone_dtoh(&c).map_err(cuda_err)?
+                self.gemm_ex(w, xd, Ty::CUDA_R_32F, rows, positions, k)?
             }
             (DeviceMatrix::Half(w), DeviceMatrix::Half(xd)) => {
-                let ty = if self.platform.format == NumericFormat::Bf16 {
-                    Ty::CUDA_R_16BF
-                } else {
-                    Ty::CUDA_R_16F
-                };
-                let mut c = self
-                    .stream
-                    .alloc_zeros::<u16>(positions * rows)
-                    .map_err(cuda_err)?;
-                {
-                    let (a, _ga) = xd.device_ptr(&self.stream);
-                    let (b, _gb) = w.device_ptr(&self.stream);
-                    let (cp, _gc) = c.device_ptr_mut(&self.stream);
-                    // SAFETY: as above; 16-bit elements.
-                    unsafe {
-                        cublas_result::gemm_ex(
-                            *self.blas.handle(),
-                            Op::CUBLAS_OP_T,
-                            Op::CUBLAS_OP_N,
-                            m,
-                            n,
-                            kk,
-                            &alpha as *const f32 as *const c_void,
-                            a as *const c_void,
-                            ty,
-                            kk,
-                            b as *const c_void,
-                            ty,
-                            kk,
-                            &beta as *const f32 as *const c_void,
-                            cp as *mut c_void,
-                            ty,
-                            m,
-                            compute,
-                            cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-                        )
-                    }
-                    .map_err(cuda_err)?;
-                }
-                let bits = self.stream.clone_dtoh(&c).map_err(cuda_err)?;
-                bits.into_iter()
+                let bf = self.platform.format == NumericFormat::Bf16;
+                let ty = if bf { Ty::CUDA_R_16BF } else { Ty::CUDA_R_16F };
+                self.gemm_ex(w, xd, ty, rows, positions, k)?
+                    .into_iter()
                     .map(|b| {
-                        if self.platform.format == NumericFormat::Bf16 {
+                        if bf {
                             bf16::from_bits(b).to_f32()
                         } else {
                             f16::from_bits(b).to_f32()
@@ -312,9 +231,64 @@ impl CudaImage {
                     .collect()
             }
             _ => unreachable!("weights and activations share the platform's storage type"),
+        })
+    }
+
+    /// One cublasGemmEx with f32 accumulation (tf32 inputs for the tf32 format). In column-major
+    /// terms C (positions × rows) = op_T(Xc) · Wc, which is `out` in row-major [rows, positions].
+    fn gemm_ex<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+        &self,
+        w: &cudarc::driver::CudaSlice<T>,
+        x: &cudarc::driver::CudaSlice<T>,
+        ty: cublas_sys::cudaDataType,
+        rows: usize,
+        positions: usize,
+        k: usize,
+    ) -> Result<Vec<T>> {
+        use cublas_sys::{
+            cublasComputeType_t as Compute, cublasGemmAlgo_t, cublasOperation_t as Op,
         };
-        // `out` is column-major positions × rows: element (p, r) at r·positions + p, i.e. row-major [rows, positions].
-        Ok(out)
+        let compute = match self.platform.format {
+            NumericFormat::Tf32 => Compute::CUBLAS_COMPUTE_32F_FAST_TF32,
+            _ => Compute::CUBLAS_COMPUTE_32F,
+        };
+        let (alpha, beta) = (1f32, 0f32);
+        let (m, n, kk) = (positions as i32, rows as i32, k as i32);
+        let mut c = self
+            .stream
+            .alloc_zeros::<T>(positions * rows)
+            .map_err(cuda_err)?;
+        {
+            let (a, _ga) = x.device_ptr(&self.stream);
+            let (b, _gb) = w.device_ptr(&self.stream);
+            let (cp, _gc) = c.device_ptr_mut(&self.stream);
+            // SAFETY: device buffers hold positions·k, rows·k and positions·rows elements of `ty`.
+            unsafe {
+                cublas_result::gemm_ex(
+                    *self.blas.handle(),
+                    Op::CUBLAS_OP_T,
+                    Op::CUBLAS_OP_N,
+                    m,
+                    n,
+                    kk,
+                    &alpha as *const f32 as *const c_void,
+                    a as *const c_void,
+                    ty,
+                    kk,
+                    b as *const c_void,
+                    ty,
+                    kk,
+                    &beta as *const f32 as *const c_void,
+                    cp as *mut c_void,
+                    ty,
+                    m,
+                    compute,
+                    cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                )
+            }
+            .map_err(cuda_err)?;
+        }
+        self.stream.clone_dtoh(&c).map_err(cuda_err)
     }
 }
 

@@ -1,0 +1,81 @@
+//! Probe generators that separate platforms, and minimal probe sets.
+
+mod common;
+
+use common::*;
+
+fn eqc_count(dir: &std::path::Path) -> usize {
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&["eqc", dir.to_str().unwrap(), "--json"]).stdout).unwrap();
+    v["eqcs"].as_array().unwrap().len()
+}
+
+#[test]
+fn stress_probes_split_a_class_that_random_probes_cannot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
+    let platforms =
+        format!("{isa}/emu/bf16/acc-f32.seq.sk1.fma/bs1,{isa}/emu/bf16/acc-f32.blk64.sk4.fma/bs1");
+    let (rand, stress) = (tmp.path().join("r.json"), tmp.path().join("s.json"));
+    ok(&[
+        "probe",
+        "random",
+        "--count",
+        "60",
+        "--out",
+        rand.to_str().unwrap(),
+    ]);
+    ok(&[
+        "probe",
+        "stress",
+        "--count",
+        "60",
+        "--out",
+        stress.to_str().unwrap(),
+    ]);
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    assert_eq!(
+        collect_cnn(&a, rand.to_str().unwrap(), &["--platforms", &platforms]).code,
+        0
+    );
+    assert_eq!(
+        collect_cnn(&b, stress.to_str().unwrap(), &["--platforms", &platforms]).code,
+        0
+    );
+    assert_eq!(
+        eqc_count(&a),
+        1,
+        "with f32 accumulation, bf16 products of 8-bit pixels sum alike in any order"
+    );
+    assert_eq!(
+        eqc_count(&b),
+        2,
+        "bf16 rounding midpoints expose the reduction order"
+    );
+}
+
+#[test]
+fn a_minimized_probe_set_keeps_every_class_apart_with_fewer_probes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = tmp.path().join("full");
+    assert_eq!(collect_cnn(&full, "30", &[]).code, 0);
+    let min = tmp.path().join("min.json");
+    let report: serde_json::Value = serde_json::from_str(
+        &ok(&[
+            "probe",
+            "minimize",
+            full.to_str().unwrap(),
+            "--out",
+            min.to_str().unwrap(),
+            "--json",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(report["covered"], report["pairs"]);
+    let chosen = report["probes_chosen"].as_u64().unwrap();
+    assert!(chosen >= 1 && chosen < 30, "{report}");
+    let again = tmp.path().join("again");
+    assert_eq!(collect_cnn(&again, min.to_str().unwrap(), &[]).code, 0);
+    assert_eq!(eqc_count(&again), eqc_count(&full));
+}

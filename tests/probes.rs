@@ -74,7 +74,7 @@ fn a_minimized_probe_set_keeps_every_class_apart_with_fewer_probes() {
     .unwrap();
     assert_eq!(report["covered"], report["pairs"]);
     let chosen = report["probes_chosen"].as_u64().unwrap();
-    assert!(chosen >= 1 && chosen < 30, "{report}");
+    assert!((1..30).contains(&chosen), "{report}");
     let again = tmp.path().join("again");
     assert_eq!(collect_cnn(&again, min.to_str().unwrap(), &[]).code, 0);
     assert_eq!(eqc_count(&again), eqc_count(&full));

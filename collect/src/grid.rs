@@ -100,7 +100,10 @@ pub fn tiny_lm_formats() -> Vec<NumericFormat> {
     vec![NumericFormat::F32, NumericFormat::F16, NumericFormat::Bf16]
 }
 
-pub fn candle_dtype(format: NumericFormat) -> candle_core::DType {
+/// candle's dtype, re-exported so callers need no candle dependency.
+pub type Dtype = candle_core::DType;
+
+pub fn candle_dtype(format: NumericFormat) -> Dtype {
     match format {
         NumericFormat::F16 => candle_core::DType::F16,
         NumericFormat::Bf16 => candle_core::DType::BF16,

@@ -5,6 +5,7 @@ pub mod collector;
 pub mod error;
 pub mod grid;
 pub mod http;
+pub mod near_tie;
 pub mod serve;
 pub mod target;
 pub mod zoo;

@@ -18,7 +18,8 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Numeric-stress images for a model (saturated, bf16 rounding midpoints, near-cancelling).
+    /// Numeric-stress probes: images (saturated, bf16 rounding midpoints, near-cancelling) for image
+    /// models; for tiny-lm, prompts whose top-2 next-token logits are nearest a tie.
     Stress {
         #[arg(long, default_value = "cnn-digits")]
         model: String,
@@ -55,6 +56,10 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+fn candle_core_f32() -> hspi_collect::grid::Dtype {
+    hspi_collect::grid::candle_dtype(hspi_datasets::NumericFormat::F32)
 }
 
 fn minimize(datasets: &[PathBuf], out: &std::path::Path, json: bool) -> anyhow::Result<()> {
@@ -149,10 +154,19 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             seed,
             out,
         } => {
-            let Model::Image(m) = Model::load(ModelId::parse(&model)?, None)? else {
-                anyhow::bail!("stress images are for image models; '{model}' takes text (use `hspi probe prompts`)");
+            let set = match Model::load(ModelId::parse(&model)?, None)? {
+                Model::Image(m) => hspi_probe::stress_images(seed, count, m.input_shape),
+                Model::Tiny(lm) => {
+                    // Ten candidates per prompt kept, scored on the f32 reference.
+                    let candidates = hspi_probe::prompts(seed, count * 10, 8, 5);
+                    let runner = hspi_collect::zoo::TinyLmRunner::new(&lm, candle_core_f32())?;
+                    hspi_collect::near_tie::near_tied(&lm, &runner, &candidates, count)?
+                }
+                Model::Lm { .. } => anyhow::bail!(
+                    "near-tie prompt selection needs the model's tokenizer; {model} has none in hspi yet (use tiny-lm)"
+                ),
             };
-            write(&hspi_probe::stress_images(seed, count, m.input_shape), &out)?;
+            write(&set, &out)?;
         }
         Command::Minimize {
             datasets,

@@ -79,3 +79,40 @@ fn a_minimized_probe_set_keeps_every_class_apart_with_fewer_probes() {
     assert_eq!(collect_cnn(&again, min.to_str().unwrap(), &[]).code, 0);
     assert_eq!(eqc_count(&again), eqc_count(&full));
 }
+
+#[test]
+fn border_inputs_split_every_pair_of_a_small_grid_and_identify_each_class() {
+    let tmp = tempfile::tempdir().unwrap();
+    let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
+    let platforms = format!(
+        "{isa}/candle-0.11.1/f32/bs1,{isa}/candle-0.11.1/bf16/bs1,{isa}/emu/int8/acc-f32.seq.sk1.fma/bs1,{isa}/emu/fp8-e4m3/acc-f32.seq.sk1.fma/bs1"
+    );
+    let grid = tmp.path().join("grid");
+    assert_eq!(
+        collect_cnn(&grid, "8", &["--platforms", &platforms]).code,
+        0
+    );
+    let out = tmp.path().join("border.json");
+    let r: serde_json::Value = serde_json::from_str(
+        &ok(&[
+            "probe",
+            "border",
+            grid.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(r["pairs"], 6);
+    assert_eq!(r["found"], 6, "{r}");
+    assert_eq!(r["identification_accuracy"], 1.0, "{r}");
+    // The border set is a probe file: collecting it shows each pair disagreeing on a top label.
+    let again = tmp.path().join("again");
+    assert_eq!(
+        collect_cnn(&again, out.to_str().unwrap(), &["--platforms", &platforms]).code,
+        0
+    );
+    assert_eq!(eqc_count(&again), 4);
+}

@@ -1,6 +1,7 @@
 //! Models, backends, targets and the collector.
 
 pub mod backend;
+pub mod border;
 pub mod collector;
 pub mod error;
 pub mod grid;

@@ -1,3 +1,4 @@
+mod border;
 mod collect;
 mod collect_http;
 mod dataset;

@@ -41,6 +41,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Border inputs (HSPI-BI): for every pair of EQCs in a dataset of an image model, an 8-bit
+    /// input on which the two classes' top labels differ; reports majority-vote identification.
+    Border {
+        /// Dataset directories over one probe set (their EQCs are the classes to separate).
+        #[arg(required = true)]
+        datasets: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        /// Forward passes per pair in the local search.
+        #[arg(long, default_value_t = 6000)]
+        evals: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Seeded text prompts for endpoints (temperature 0, top-k logprobs).
     Prompts {
         #[arg(long, default_value_t = 20)]
@@ -173,6 +189,13 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             out,
             json,
         } => minimize(&datasets, &out, json)?,
+        Command::Border {
+            datasets,
+            out,
+            evals,
+            seed,
+            json,
+        } => super::border::run(&datasets, &out, evals, seed, json)?,
         Command::Prompts {
             count,
             seed,

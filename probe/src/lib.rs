@@ -16,7 +16,7 @@ pub use stress::stress_images;
 use hspi_datasets::{Probe, ProbeInput, ProbeProvenance, ProbeSet};
 
 /// A probe set from a generator's inputs, each probe's provenance naming the generator, seed and index.
-pub(crate) fn seeded_set(
+pub fn seeded_set(
     generator: &str,
     seed: u64,
     inputs: impl IntoIterator<Item = ProbeInput>,

@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use hspi_collect::backend::image_backend;
 use hspi_collect::border::{find_border, BorderConfig, Surrogate};
 use hspi_collect::{Model, ModelId};
-use hspi_datasets::{Dataset, ProbeInput, ProbeSet};
+use hspi_datasets::{Dataset, ProbeInput};
 
 use crate::printer;
 
@@ -111,7 +111,11 @@ pub fn run(
         let winners: Vec<usize> = (0..n).filter(|c| score(*c) == best).collect();
         correct += usize::from(winners == [t]);
     }
-    let set = hspi_collect_border_set(&found, &model.input_shape, seed);
+    let inputs = found.iter().map(|(_, _, b)| ProbeInput::Image {
+        shape: model.input_shape.to_vec(),
+        pixels: b.input.clone(),
+    });
+    let set = hspi_probe::seeded_set("border", seed, inputs);
     hspi_probe::write_probe_set(out, &set)?;
     let pairs = n * (n - 1) / 2;
     let mean = seconds.iter().sum::<f64>() / seconds.len().max(1) as f64;
@@ -130,33 +134,4 @@ pub fn run(
         ));
     }
     Ok(())
-}
-
-fn hspi_collect_border_set(
-    found: &[(usize, usize, hspi_collect::border::Border)],
-    shape: &[usize; 3],
-    seed: u64,
-) -> ProbeSet {
-    let inputs = found.iter().map(|(_, _, b)| ProbeInput::Image {
-        shape: shape.to_vec(),
-        pixels: b.input.clone(),
-    });
-    let probes = inputs
-        .enumerate()
-        .map(|(index, input)| {
-            hspi_datasets::Probe::new(
-                input,
-                hspi_datasets::ProbeProvenance {
-                    generator: "border".into(),
-                    seed,
-                    index: index as u64,
-                },
-            )
-        })
-        .collect();
-    ProbeSet {
-        generator: "border".into(),
-        seed,
-        probes,
-    }
 }

@@ -37,6 +37,8 @@ pub enum CollectError {
     },
     #[error("no CUDA driver found; build with --features cuda on a machine with an NVIDIA GPU")]
     NoCudaDriver,
+    #[error("cuda: {0}")]
+    Cuda(String),
     #[error("probe {probe} does not fit {model}: {reason}")]
     ProbeMismatch {
         probe: String,

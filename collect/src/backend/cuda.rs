@@ -32,7 +32,7 @@ fn driver_present() -> bool {
 }
 
 fn cuda_err(e: impl std::fmt::Debug) -> CollectError {
-    CollectError::Candle(format!("cuda: {e:?}"))
+    CollectError::Cuda(format!("{e:?}"))
 }
 
 fn device_info(ordinal: usize) -> Result<(GpuInfo, Arc<CudaContext>)> {

@@ -84,15 +84,6 @@ impl Budget {
         s.cost = s.cost - self.cost(rp, ro) + self.cost(up, uo);
     }
 
-    /// Undo a reservation whose attempt was never sent.
-    pub fn release(&self, reserved: (u64, u64)) {
-        let mut s = self.spent.lock().expect("budget lock");
-        s.requests -= 1;
-        s.prompt_tokens -= reserved.0;
-        s.output_tokens -= reserved.1;
-        s.cost -= self.cost(reserved.0, reserved.1);
-    }
-
     pub fn spent(&self) -> Spent {
         *self.spent.lock().expect("budget lock")
     }

@@ -27,7 +27,7 @@ impl Default for BorderConfig {
     fn default() -> Self {
         BorderConfig {
             gradient_steps: 200,
-            search_evals: 6000,
+            search_evals: 30000,
             seed: 1,
         }
     }

@@ -49,8 +49,8 @@ pub enum Command {
         datasets: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        /// Forward passes per pair in the local search.
-        #[arg(long, default_value_t = 6000)]
+        /// Forward passes per pair in the local search (ulp-level pairs need tens of thousands).
+        #[arg(long, default_value_t = 30000)]
         evals: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,

@@ -204,6 +204,26 @@ fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
         "F32, F16, Q8_0 and Q4_0 each form a class: {eqc}"
     );
 
+    // Border prompts: prompts on which two formats' greedy generations diverge.
+    let border = tmp.path().join("border-prompts.json");
+    let mut args = vec![
+        "probe",
+        "border-prompts",
+        "--json",
+        "--out",
+        border.to_str().unwrap(),
+    ];
+    args.extend(names.iter().map(String::as_str));
+    let report: serde_json::Value = serde_json::from_str(&ok(&args).stdout).unwrap();
+    eprintln!(
+        "border prompts: {} of {} format pairs",
+        report["found"], report["pairs"]
+    );
+    assert!(
+        report["found"].as_u64().unwrap() >= 3,
+        "border prompts for fewer than half the pairs: {report}"
+    );
+
     if std::fs::read_to_string("/proc/cpuinfo")
         .unwrap_or_default()
         .contains("avx512f")

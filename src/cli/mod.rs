@@ -1,4 +1,5 @@
 mod border;
+mod border_prompts;
 mod collect;
 mod collect_http;
 mod dataset;

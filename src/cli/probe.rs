@@ -57,6 +57,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Border prompts: among prompts collected from labelled platforms (one dataset each), per
+    /// pair of platforms the prompt on which their greedy generations diverge earliest.
+    BorderPrompts {
+        /// Dataset directories over one prompt set, each from a labelled platform.
+        #[arg(required = true)]
+        datasets: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Seeded text prompts for endpoints (temperature 0, top-k logprobs).
     Prompts {
         #[arg(long, default_value_t = 20)]
@@ -196,6 +207,11 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             seed,
             json,
         } => super::border::run(&datasets, &out, evals, seed, json)?,
+        Command::BorderPrompts {
+            datasets,
+            out,
+            json,
+        } => super::border_prompts::run(&datasets, &out, json)?,
         Command::Prompts {
             count,
             seed,

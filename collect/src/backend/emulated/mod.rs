@@ -89,7 +89,8 @@ impl Emulated {
         }
     }
 
-    /// Rounding of a GEMM input (activations; weights were prepared once).
+    /// Rounding of a GEMM input (activations; weights were prepared once). mxint8 blocks run along
+    /// the reduction, so `gemm_layer` quantises those row by row instead.
     fn operand(&self, xs: &mut [f32]) {
         match self.format {
             NumericFormat::Tf32 => xs.iter_mut().for_each(|v| *v = round_tf32(*v)),
@@ -97,9 +98,6 @@ impl Emulated {
             NumericFormat::Bf16 => xs.iter_mut().for_each(|v| *v = round_bf16(*v)),
             NumericFormat::Fp8E4m3 => qdq_fp8(xs, true),
             NumericFormat::Fp8E5m2 => qdq_fp8(xs, false),
-            NumericFormat::MxInt8 => {
-                // Blocks run along the reduction: callers pass one row of K at a time.
-            }
             _ => {}
         }
     }

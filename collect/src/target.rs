@@ -87,8 +87,12 @@ fn check_candle_lm(platform: &Platform, model: &str, formats: &[NumericFormat]) 
     Ok(())
 }
 
+/// Open `model` at `platform`. Image backends validate the platform while being built, so the
+/// backend is built once here; language models are checked before their weights load.
 pub fn open_local(model: &Model, platform: &Platform) -> Result<Box<dyn Target>> {
-    check_local(model, platform)?;
+    if !matches!(model, Model::Image(_)) {
+        check_local(model, platform)?;
+    }
     let id = local_target_id(&model.info().id, platform);
     Ok(match model {
         Model::Image(m) => Box::new(LocalImage {

@@ -85,10 +85,6 @@ pub enum Command {
     },
 }
 
-fn candle_core_f32() -> hspi_collect::grid::Dtype {
-    hspi_collect::grid::candle_dtype(hspi_datasets::NumericFormat::F32)
-}
-
 fn minimize(datasets: &[PathBuf], out: &std::path::Path, json: bool) -> anyhow::Result<()> {
     use std::collections::BTreeMap;
     let (records, probes) = super::eqc::load_records(datasets)?;
@@ -186,7 +182,8 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 Model::Tiny(lm) => {
                     // Ten candidates per prompt kept, scored on the f32 reference.
                     let candidates = hspi_probe::prompts(seed, count * 10, 8, 5);
-                    let runner = hspi_collect::zoo::TinyLmRunner::new(&lm, candle_core_f32())?;
+                    let f32 = hspi_collect::grid::candle_dtype(hspi_datasets::NumericFormat::F32);
+                    let runner = hspi_collect::zoo::TinyLmRunner::new(&lm, f32)?;
                     hspi_collect::near_tie::near_tied(&lm, &runner, &candidates, count)?
                 }
                 Model::Lm { .. } => anyhow::bail!(

@@ -26,37 +26,29 @@ pub enum CandleLayer {
 
 impl CandleLayer {
     pub fn from_layer(layer: &Layer, dtype: DType, device: &Device) -> candle_core::Result<Self> {
-        Ok(match layer {
-            Layer::Conv2d {
-                weight,
-                bias,
-                out_channels,
-                in_channels,
-                kernel,
-                padding,
-            } => CandleLayer::Conv2d {
+        let Some(g) = layer.gemm() else {
+            return Ok(match layer {
+                Layer::Relu => CandleLayer::Relu,
+                Layer::MaxPool2 => CandleLayer::MaxPool2,
+                _ => CandleLayer::Flatten,
+            });
+        };
+        let bias = Tensor::from_slice(g.bias, g.rows, device)?.to_dtype(dtype)?;
+        Ok(match g.conv {
+            Some(c) => CandleLayer::Conv2d {
                 weight: Tensor::from_slice(
-                    weight,
-                    (*out_channels, *in_channels, *kernel, *kernel),
+                    g.weight,
+                    (g.rows, c.in_channels, c.kernel, c.kernel),
                     device,
                 )?
                 .to_dtype(dtype)?,
-                bias: Tensor::from_slice(bias, *out_channels, device)?.to_dtype(dtype)?,
-                padding: *padding,
-            },
-            Layer::Linear {
-                weight,
                 bias,
-                out_features,
-                in_features,
-            } => CandleLayer::Linear {
-                weight: Tensor::from_slice(weight, (*out_features, *in_features), device)?
-                    .to_dtype(dtype)?,
-                bias: Tensor::from_slice(bias, *out_features, device)?.to_dtype(dtype)?,
+                padding: c.padding,
             },
-            Layer::Relu => CandleLayer::Relu,
-            Layer::MaxPool2 => CandleLayer::MaxPool2,
-            Layer::Flatten => CandleLayer::Flatten,
+            None => CandleLayer::Linear {
+                weight: Tensor::from_slice(g.weight, (g.rows, g.k), device)?.to_dtype(dtype)?,
+                bias,
+            },
         })
     }
 }

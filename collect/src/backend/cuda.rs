@@ -158,36 +158,17 @@ impl CudaImage {
         let blas = CudaBlas::new(stream.clone()).map_err(cuda_err)?;
         let mut layers = Vec::new();
         for layer in &model.layers {
-            layers.push(match layer {
-                Layer::Conv2d {
-                    weight,
-                    bias,
-                    out_channels,
-                    in_channels,
-                    kernel,
-                    padding,
-                } => Gemm::Layer {
-                    weight: upload(&stream, weight, platform.format)?,
-                    bias: bias.clone(),
-                    rows: *out_channels,
-                    k: in_channels * kernel * kernel,
-                    conv: Some((*kernel, *padding)),
+            layers.push(match (layer.gemm(), layer) {
+                (Some(g), _) => Gemm::Layer {
+                    weight: upload(&stream, g.weight, platform.format)?,
+                    bias: g.bias.to_vec(),
+                    rows: g.rows,
+                    k: g.k,
+                    conv: g.conv.map(|c| (c.kernel, c.padding)),
                 },
-                Layer::Linear {
-                    weight,
-                    bias,
-                    out_features,
-                    in_features,
-                } => Gemm::Layer {
-                    weight: upload(&stream, weight, platform.format)?,
-                    bias: bias.clone(),
-                    rows: *out_features,
-                    k: *in_features,
-                    conv: None,
-                },
-                Layer::Relu => Gemm::Relu,
-                Layer::MaxPool2 => Gemm::MaxPool2,
-                Layer::Flatten => Gemm::Flatten,
+                (None, Layer::Relu) => Gemm::Relu,
+                (None, Layer::MaxPool2) => Gemm::MaxPool2,
+                (None, _) => Gemm::Flatten,
             });
         }
         Ok(CudaImage {

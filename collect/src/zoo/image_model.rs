@@ -31,6 +31,64 @@ pub enum Layer {
     },
 }
 
+/// A convolution's geometry as a GEMM sees it (stride 1, square kernel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvShape {
+    pub in_channels: usize,
+    pub kernel: usize,
+    pub padding: usize,
+}
+
+/// A weight layer as one GEMM: `out[r] = W[r, :] · x + bias[r]` for `rows` outputs over `k`
+/// inputs, at every output position when it is a convolution (`x` then an im2col patch).
+#[derive(Debug, Clone, Copy)]
+pub struct GemmView<'a> {
+    pub weight: &'a [f32],
+    pub bias: &'a [f32],
+    pub rows: usize,
+    pub k: usize,
+    pub conv: Option<ConvShape>,
+}
+
+impl Layer {
+    /// The GEMM behind a convolution or linear layer; None for the weightless layers.
+    pub fn gemm(&self) -> Option<GemmView<'_>> {
+        match self {
+            Layer::Conv2d {
+                weight,
+                bias,
+                out_channels,
+                in_channels,
+                kernel,
+                padding,
+            } => Some(GemmView {
+                weight,
+                bias,
+                rows: *out_channels,
+                k: in_channels * kernel * kernel,
+                conv: Some(ConvShape {
+                    in_channels: *in_channels,
+                    kernel: *kernel,
+                    padding: *padding,
+                }),
+            }),
+            Layer::Linear {
+                weight,
+                bias,
+                out_features,
+                in_features,
+            } => Some(GemmView {
+                weight,
+                bias,
+                rows: *out_features,
+                k: *in_features,
+                conv: None,
+            }),
+            Layer::Relu | Layer::MaxPool2 | Layer::Flatten => None,
+        }
+    }
+}
+
 /// Layer shapes without weights: the architecture shared by training and loading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LayerSpec {

@@ -8,7 +8,9 @@ pub mod smollm2;
 pub mod tiny_lm;
 
 pub use cache::cache_dir;
-pub use image_model::{named_tensors, sha256_hex, ImageModel, Layer, LayerSpec};
+pub use image_model::{
+    named_tensors, sha256_hex, ConvShape, GemmView, ImageModel, Layer, LayerSpec,
+};
 pub use smollm2::QuantizedLm;
 pub use tiny_lm::{TinyLm, TinyLmRunner};
 

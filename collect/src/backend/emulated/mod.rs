@@ -11,7 +11,7 @@ use hspi_datasets::{KernelOptions, NumericFormat, Platform};
 
 use super::ImageBackend;
 use crate::error::{CollectError, Result};
-use crate::zoo::{ImageModel, Layer};
+use crate::zoo::{ConvShape, GemmView, ImageModel, Layer};
 use quant::*;
 
 /// A GEMM operand prepared for one format: dequantised floats, or integers with scales (int8).
@@ -37,13 +37,6 @@ enum Prepared {
     Relu,
     MaxPool2,
     Flatten,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct ConvShape {
-    in_channels: usize,
-    kernel: usize,
-    padding: usize,
 }
 
 pub struct Emulated {
@@ -189,37 +182,22 @@ impl Emulated {
 }
 
 fn prepare(layer: &Layer, format: NumericFormat) -> Prepared {
-    let (weight, bias, rows, k, conv) = match layer {
-        Layer::Conv2d {
-            weight,
-            bias,
-            out_channels,
-            in_channels,
-            kernel,
-            padding,
-        } => (
-            weight,
-            bias,
-            *out_channels,
-            in_channels * kernel * kernel,
-            Some(ConvShape {
-                in_channels: *in_channels,
-                kernel: *kernel,
-                padding: *padding,
-            }),
-        ),
-        Layer::Linear {
-            weight,
-            bias,
-            out_features,
-            in_features,
-        } => (weight, bias, *out_features, *in_features, None),
-        Layer::Relu => return Prepared::Relu,
-        Layer::MaxPool2 => return Prepared::MaxPool2,
-        Layer::Flatten => return Prepared::Flatten,
+    let Some(GemmView {
+        weight,
+        bias,
+        rows,
+        k,
+        conv,
+    }) = layer.gemm()
+    else {
+        return match layer {
+            Layer::Relu => Prepared::Relu,
+            Layer::MaxPool2 => Prepared::MaxPool2,
+            _ => Prepared::Flatten,
+        };
     };
-    let mut w = weight.clone();
-    let mut b = bias.clone();
+    let mut w = weight.to_vec();
+    let mut b = bias.to_vec();
     let weights = match format {
         NumericFormat::Int8 => {
             let (mut q, mut scales) = (Vec::new(), Vec::new());

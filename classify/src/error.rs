@@ -12,4 +12,12 @@ pub enum ClassifyError {
     Conflict { platform: String, probe: String },
     #[error("no records to group")]
     Empty,
+    #[error("{0}")]
+    Param(String),
+    #[error("fitting the logistic model failed: {0}")]
+    Fit(String),
+    #[error("{0}")]
+    Mismatch(String),
+    #[error("model file {path}: {reason}")]
+    ModelFile { path: String, reason: String },
 }

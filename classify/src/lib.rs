@@ -2,6 +2,17 @@
 
 pub mod eqc;
 mod error;
+pub mod evaluate;
+pub mod exact;
+pub mod features;
+pub mod identify;
+pub mod linear;
+pub mod model;
+pub mod open_set;
+pub mod references;
 
 pub use eqc::{group_eqcs, EqcGrouping};
 pub use error::ClassifyError;
+pub use identify::{Decision, Identification};
+pub use model::{PlatformModel, TrainInput};
+pub use references::ReferenceIndex;

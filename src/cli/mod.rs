@@ -1,14 +1,18 @@
 mod border;
 mod border_prompts;
+mod classifier;
 mod collect;
 mod collect_http;
 mod dataset;
 mod demo;
 mod eqc;
+mod eval;
 mod fetch;
+mod identify;
 mod platforms;
 mod probe;
 mod serve;
+mod train;
 mod zoo;
 
 use std::process::ExitCode;
@@ -34,6 +38,13 @@ enum Command {
     Collect(Box<collect::Args>),
     /// Group a dataset's platforms into equivalence classes (bit-identical on every probe).
     Eqc(eqc::Args),
+    /// Train a platform classifier on labelled datasets.
+    Train(train::Args),
+    /// Name the platform (EQC) behind each target's answers; exit 1 when one is unknown.
+    Identify(identify::Args),
+    /// Evaluate classifiers as in the HSPI paper: accuracy per class and per query count,
+    /// unknown-class rejection, baselines (Markdown or JSON).
+    Eval(Box<eval::Args>),
     /// Dataset utilities.
     #[command(subcommand)]
     Dataset(dataset::Command),
@@ -56,6 +67,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Platforms(a) => platforms::run(a),
         Command::Collect(a) => collect::run(*a),
         Command::Eqc(a) => eqc::run(a),
+        Command::Train(a) => train::run(a),
+        Command::Identify(a) => identify::run(a),
+        Command::Eval(a) => eval::run(*a),
         Command::Dataset(c) => dataset::run(c),
         Command::Probe(c) => probe::run(c),
         Command::Fetch(a) => fetch::run(a),

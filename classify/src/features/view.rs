@@ -1,0 +1,105 @@
+//! One numeric view of every output kind, so extractors need not match on `Outputs` themselves.
+
+use hspi_datasets::Outputs;
+
+/// One generated token: its key (id when the endpoint gives one, else the text), the sampled
+/// token's logprob and the top alternatives as (key, value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepView {
+    pub key: String,
+    pub value: Option<f32>,
+    pub top: Vec<(String, f32)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum View {
+    /// White-box: the full output vector.
+    Logits(Vec<f32>),
+    /// Black-box: generated tokens with whatever logprobs came back (none for text-only answers).
+    Steps { text: String, steps: Vec<StepView> },
+}
+
+impl View {
+    pub fn of(outputs: &Outputs) -> View {
+        match outputs {
+            Outputs::Logits { values } => View::Logits(values.to_f32()),
+            Outputs::Tokens { ids } => View::Steps {
+                text: String::new(),
+                steps: ids
+                    .iter()
+                    .map(|id| StepView {
+                        key: format!("#{id}"),
+                        value: None,
+                        top: Vec::new(),
+                    })
+                    .collect(),
+            },
+            Outputs::Completion { text, steps, .. } => View::Steps {
+                text: text.clone(),
+                steps: steps
+                    .iter()
+                    .map(|s| StepView {
+                        key: token_key(s.id, &s.token),
+                        value: s.logprob.as_ref().map(|l| l.value()),
+                        top: s
+                            .top
+                            .iter()
+                            .map(|t| (token_key(t.id, &t.token), t.logprob.value()))
+                            .collect(),
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    /// The values white-box bit features read: the logits, or the top-k logprobs step by step.
+    /// `width` values per step (logits: the first `width`), missing ones as `None`.
+    pub fn value_grid(&self, steps: usize, width: usize) -> Vec<Option<f32>> {
+        match self {
+            View::Logits(v) => (0..width).map(|i| v.get(i).copied()).collect(),
+            View::Steps { steps: s, .. } => (0..steps)
+                .flat_map(|i| {
+                    (0..width).map(move |j| s.get(i).and_then(|st| st.top.get(j)).map(|t| t.1))
+                })
+                .collect(),
+        }
+    }
+}
+
+fn token_key(id: Option<u32>, token: &str) -> String {
+    id.map_or_else(|| token.to_string(), |i| format!("#{i}"))
+}
+
+/// Distance in units in the last place between two f32 (signed, a − b), over the ordered
+/// integer line where −0 and +0 are neighbours.
+pub fn ulp_diff(a: f32, b: f32) -> i64 {
+    ordered(a) - ordered(b)
+}
+
+fn ordered(x: f32) -> i64 {
+    let b = x.to_bits() as i32;
+    if b < 0 {
+        i64::from(i32::MIN) - i64::from(b) - 1
+    } else {
+        i64::from(b)
+    }
+}
+
+/// log2(1 + |ulps|): keeps one-ulp and million-ulp differences on one readable scale.
+pub fn log_ulps(d: i64) -> f64 {
+    (1.0 + d.unsigned_abs() as f64).log2()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ulp_diff_counts_representable_steps() {
+        let one = 1.0f32;
+        assert_eq!(ulp_diff(f32::from_bits(one.to_bits() + 3), one), 3);
+        assert_eq!(ulp_diff(0.0, -0.0), 1);
+        assert_eq!(ulp_diff(-1.0, f32::from_bits((-1.0f32).to_bits() + 2)), 2);
+        assert_eq!(ulp_diff(f32::from_bits(1), -f32::from_bits(1)), 3);
+    }
+}

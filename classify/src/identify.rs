@@ -1,0 +1,231 @@
+//! Identification of one target from its answers: the exact-match path when every probe was seen
+//! in training, otherwise the classifier's posterior summed over queries, with open-set rejection.
+
+use hspi_datasets::Record;
+use serde::{Deserialize, Serialize};
+
+use crate::exact::Lookup;
+use crate::features::View;
+use crate::linear::{argmax, log_softmax, standardise};
+use crate::model::PlatformModel;
+use crate::references::{feature_matrix, ReferenceIndex};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassProbability {
+    pub class: String,
+    pub name: String,
+    pub probability: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    Identified {
+        class: String,
+        name: String,
+    },
+    /// Several classes answer these probes identically.
+    OneOf {
+        classes: Vec<String>,
+    },
+    Unknown {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Identification {
+    pub target: String,
+    /// The platform label the records carry, when they carry one (evaluation).
+    pub label: Option<String>,
+    pub queries: usize,
+    pub output_tokens: u64,
+    /// `exact-match` or `classifier`.
+    pub method: String,
+    pub decision: Decision,
+    /// Most probable first.
+    pub posterior: Vec<ClassProbability>,
+    /// Open-set score against the chosen class and the threshold above which it is unknown.
+    pub open_set_score: Option<f64>,
+    pub open_set_threshold: f64,
+    /// Queries whose probe no reference platform answered (their features are blind).
+    pub without_references: usize,
+}
+
+impl Identification {
+    pub fn class(&self) -> Option<&str> {
+        match &self.decision {
+            Decision::Identified { class, .. } => Some(class),
+            _ => None,
+        }
+    }
+}
+
+pub fn output_tokens(r: &Record) -> u64 {
+    r.usage.as_ref().map_or_else(
+        || match View::of(&r.outputs) {
+            View::Steps { steps, .. } => steps.len() as u64,
+            View::Logits(_) => 0,
+        },
+        |u| u.completion_tokens,
+    )
+}
+
+impl PlatformModel {
+    /// Per-query log posteriors and open-set vectors (standardised features).
+    pub fn score_records(
+        &self,
+        records: &[&Record],
+        refs: &ReferenceIndex,
+    ) -> Vec<(Vec<f64>, Vec<f64>)> {
+        let x = feature_matrix(&self.spec, records, refs);
+        let z = standardise(&x, &self.linear.mean, &self.linear.scale);
+        x.rows()
+            .into_iter()
+            .zip(z.rows())
+            .map(|(row, zr)| (self.linear.log_proba(&row.to_vec()), zr.to_vec()))
+            .collect()
+    }
+
+    /// Identify from already scored queries (so evaluation can reuse one scoring pass).
+    pub fn decide(
+        &self,
+        records: &[&Record],
+        scored: &[&(Vec<f64>, Vec<f64>)],
+        refs: &ReferenceIndex,
+    ) -> Identification {
+        let target = records
+            .first()
+            .map(|r| r.target.clone())
+            .unwrap_or_default();
+        let label = records
+            .first()
+            .and_then(|r| r.platform.as_ref())
+            .map(ToString::to_string);
+        let output_tokens = records.iter().map(|r| output_tokens(r)).sum();
+        let without_references = if self.spec.kinds.iter().any(|k| k.needs_references()) {
+            records
+                .iter()
+                .filter(|r| refs.coverage(&r.probe_id, &self.spec.references) == 0)
+                .count()
+        } else {
+            0
+        };
+        let mut out = Identification {
+            target,
+            label,
+            queries: records.len(),
+            output_tokens,
+            method: String::new(),
+            decision: Decision::Unknown {
+                reason: "no queries".into(),
+            },
+            posterior: Vec::new(),
+            open_set_score: None,
+            open_set_threshold: self.open_set.threshold,
+            without_references,
+        };
+        if records.is_empty() {
+            return out;
+        }
+        if let Some(matches) = self.exact_matches(records) {
+            out.method = "exact-match".into();
+            out.posterior = self.uniform(&matches);
+            out.decision = match matches.as_slice() {
+                [] => Decision::Unknown {
+                    reason: format!(
+                        "the answers to {} probes seen in training match no known class bit for bit",
+                        records.len()
+                    ),
+                },
+                [one] => Decision::Identified {
+                    class: self.classes[*one].id.clone(),
+                    name: self.classes[*one].name(),
+                },
+                many => Decision::OneOf {
+                    classes: many.iter().map(|c| self.classes[*c].id.clone()).collect(),
+                },
+            };
+            return out;
+        }
+        out.method = "classifier".into();
+        let mut total = vec![0.0; self.classes.len()];
+        for (lp, _) in scored {
+            for (t, v) in total.iter_mut().zip(lp) {
+                *t += v;
+            }
+        }
+        let post = log_softmax(&total);
+        let best = argmax(&post);
+        let score = scored
+            .iter()
+            .map(|(_, z)| self.open_set.score(best, z))
+            .sum::<f64>()
+            / scored.len() as f64;
+        out.open_set_score = Some(score);
+        let mut posterior: Vec<ClassProbability> = post
+            .iter()
+            .enumerate()
+            .map(|(i, lp)| ClassProbability {
+                class: self.classes[i].id.clone(),
+                name: self.classes[i].name(),
+                probability: lp.exp(),
+            })
+            .collect();
+        posterior.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+        out.posterior = posterior;
+        out.decision = if score > self.open_set.threshold {
+            Decision::Unknown {
+                reason: format!(
+                    "answers lie {score:.2} from the nearest class profile ({}), above the threshold {:.2}",
+                    self.classes[best].id, self.open_set.threshold
+                ),
+            }
+        } else if without_references == records.len() {
+            Decision::Unknown {
+                reason: "no reference answers for any queried probe: recompute them locally first"
+                    .into(),
+            }
+        } else {
+            Decision::Identified {
+                class: self.classes[best].id.clone(),
+                name: self.classes[best].name(),
+            }
+        };
+        out
+    }
+
+    pub fn identify(&self, records: &[&Record], refs: &ReferenceIndex) -> Identification {
+        let scored = self.score_records(records, refs);
+        let refs_scored: Vec<&(Vec<f64>, Vec<f64>)> = scored.iter().collect();
+        self.decide(records, &refs_scored, refs)
+    }
+
+    /// Classes identical on every query, when every query's probe was seen in training.
+    fn exact_matches(&self, records: &[&Record]) -> Option<Vec<usize>> {
+        let mut common: Option<Vec<usize>> = None;
+        for r in records {
+            match self.exact.lookup(r) {
+                Lookup::Unseen => return None,
+                Lookup::Matches(m) => {
+                    common = Some(match common {
+                        None => m,
+                        Some(c) => c.into_iter().filter(|x| m.contains(x)).collect(),
+                    });
+                }
+            }
+        }
+        common
+    }
+
+    fn uniform(&self, classes: &[usize]) -> Vec<ClassProbability> {
+        classes
+            .iter()
+            .map(|c| ClassProbability {
+                class: self.classes[*c].id.clone(),
+                name: self.classes[*c].name(),
+                probability: 1.0 / classes.len() as f64,
+            })
+            .collect()
+    }
+}

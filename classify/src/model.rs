@@ -1,0 +1,219 @@
+//! A trained platform model: feature spec, classes (EQCs), linear model, open-set profiles and the
+//! exact-match index, persisted as one JSON file that refuses records it was not trained for.
+
+use std::path::Path;
+
+use hspi_datasets::manifest::ModelInfo;
+use hspi_datasets::Record;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::eqc::group_eqcs;
+use crate::error::ClassifyError;
+use crate::exact::ExactIndex;
+use crate::features::{FeatureKind, FeatureSpec, View};
+use crate::linear::{self, LinearModel, TrainParams, Validation};
+use crate::open_set::OpenSet;
+use crate::references::{feature_matrix, infer_spec, ReferenceIndex};
+
+pub const FORMAT: &str = "hspi-platform-model/1";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassLabel {
+    /// The EQC id in the training data (`E1`, `E2`, …).
+    pub id: String,
+    /// Its member platforms.
+    pub members: Vec<String>,
+}
+
+impl ClassLabel {
+    pub fn name(&self) -> String {
+        match self.members.as_slice() {
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
+            [] => self.id.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlatformModel {
+    pub format: String,
+    /// sha256 of the file's content with this field empty (first 16 hex digits).
+    pub id: String,
+    pub model: ModelInfo,
+    pub probe_set_hash: String,
+    pub spec: FeatureSpec,
+    pub classes: Vec<ClassLabel>,
+    pub linear: LinearModel,
+    pub open_set: OpenSet,
+    pub exact: ExactIndex,
+    pub validation: Validation,
+    pub samples: usize,
+}
+
+pub struct TrainInput<'a> {
+    pub records: &'a [Record],
+    pub model: ModelInfo,
+    pub probe_set_hash: String,
+    pub references: &'a ReferenceIndex,
+    /// Reference platforms in feature order (default: every platform the references hold).
+    pub reference_platforms: Option<Vec<String>>,
+    pub kinds: Vec<FeatureKind>,
+    pub params: TrainParams,
+}
+
+impl PlatformModel {
+    pub fn train(input: TrainInput) -> Result<PlatformModel, ClassifyError> {
+        input.params.validate()?;
+        if input.kinds.is_empty() {
+            return Err(ClassifyError::Param("no feature extractor chosen".into()));
+        }
+        let labelled: Vec<&Record> = input
+            .records
+            .iter()
+            .filter(|r| r.platform.is_some())
+            .collect();
+        if labelled.is_empty() {
+            return Err(ClassifyError::Param(
+                "no platform-labelled records to train on (endpoint records carry no label)".into(),
+            ));
+        }
+        let owned: Vec<Record> = labelled.iter().map(|r| (*r).clone()).collect();
+        let grouping = group_eqcs(&owned)?;
+        let classes: Vec<ClassLabel> = grouping
+            .eqcs
+            .iter()
+            .map(|e| ClassLabel {
+                id: e.id.clone(),
+                members: e.members.iter().map(ToString::to_string).collect(),
+            })
+            .collect();
+        let class_of = |r: &Record| {
+            let p = r
+                .platform
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            classes
+                .iter()
+                .position(|c| c.members.contains(&p))
+                .unwrap_or(0)
+        };
+        let reference_platforms = input
+            .reference_platforms
+            .unwrap_or_else(|| input.references.platforms());
+        let needs = input.kinds.iter().find(|k| k.needs_references());
+        if let (Some(k), true) = (needs, reference_platforms.is_empty()) {
+            return Err(ClassifyError::Param(format!(
+                "feature '{k}' compares answers with hspi's own: no reference platforms given\nhint: pass --references DIR (datasets collected locally over the same probes)"
+            )));
+        }
+        let spec = infer_spec(input.kinds, &labelled, reference_platforms);
+        let x = feature_matrix(&spec, &labelled, input.references);
+        let y: Vec<usize> = labelled.iter().map(|r| class_of(r)).collect();
+        let groups: Vec<String> = labelled.iter().map(|r| r.probe_id.clone()).collect();
+        let (linear, validation) = linear::train(&x, &y, &groups, classes.len(), &input.params)?;
+        let z = linear::standardise(&x, &linear.mean, &linear.scale);
+        let folds = linear::folds_by_group(&groups, input.params.folds);
+        let open_set = OpenSet::calibrate(&z, &y, &folds, classes.len());
+        let exact = ExactIndex::build(labelled.iter().map(|r| (*r, class_of(r))));
+        let mut model = PlatformModel {
+            format: FORMAT.into(),
+            id: String::new(),
+            model: input.model,
+            probe_set_hash: input.probe_set_hash,
+            spec,
+            classes,
+            linear,
+            open_set,
+            exact,
+            validation,
+            samples: labelled.len(),
+        };
+        model.id = model.content_id();
+        Ok(model)
+    }
+
+    fn content_id(&self) -> String {
+        let mut copy = self.clone();
+        copy.id.clear();
+        let bytes = serde_json::to_vec(&copy).unwrap_or_default();
+        hex::encode(&Sha256::digest(bytes)[..8])
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), ClassifyError> {
+        let file_err = |reason: String| ClassifyError::ModelFile {
+            path: path.display().to_string(),
+            reason,
+        };
+        let json = serde_json::to_vec(self).map_err(|e| file_err(e.to_string()))?;
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, json).map_err(|e| file_err(e.to_string()))?;
+        std::fs::rename(&tmp, path).map_err(|e| file_err(e.to_string()))
+    }
+
+    pub fn load(path: &Path) -> Result<PlatformModel, ClassifyError> {
+        let file_err = |reason: String| ClassifyError::ModelFile {
+            path: path.display().to_string(),
+            reason,
+        };
+        let bytes = std::fs::read(path).map_err(|e| file_err(e.to_string()))?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| file_err(format!("not JSON ({e})")))?;
+        let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("");
+        if format != FORMAT {
+            return Err(file_err(format!(
+                "format '{format}' is not {FORMAT}\nhint: train it again with `hspi train`"
+            )));
+        }
+        let model: PlatformModel =
+            serde_json::from_value(value).map_err(|e| file_err(format!("malformed ({e})")))?;
+        if model.content_id() != model.id {
+            return Err(file_err(format!(
+                "content does not match its id {} (the file was altered)",
+                model.id
+            )));
+        }
+        if model.linear.weights.len() != model.classes.len()
+            || model.linear.mean.len() != model.spec.dim()
+        {
+            return Err(file_err("weights do not fit its feature spec".into()));
+        }
+        Ok(model)
+    }
+
+    /// Refuse records from another model or of another output kind: features would be nonsense.
+    pub fn check_compatible(
+        &self,
+        model: &ModelInfo,
+        records: &[&Record],
+    ) -> Result<(), ClassifyError> {
+        if model.id != self.model.id || model.weights_sha256 != self.model.weights_sha256 {
+            return Err(ClassifyError::Mismatch(format!(
+                "this classifier was trained on model {} (weights {}), the records are from {} (weights {})\nhint: train on a dataset of the same model",
+                self.model.id,
+                short(&self.model.weights_sha256),
+                model.id,
+                short(&model.weights_sha256)
+            )));
+        }
+        if let Some(r) = records.first() {
+            let kind = match View::of(&r.outputs) {
+                View::Logits(_) => "logits",
+                View::Steps { .. } => "steps",
+            };
+            if kind != self.spec.output_kind {
+                return Err(ClassifyError::Mismatch(format!(
+                    "this classifier reads {} but record {} holds {kind}",
+                    self.spec.output_kind, r.probe_id
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn short(s: &str) -> &str {
+    &s[..s.len().min(12)]
+}

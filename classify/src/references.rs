@@ -1,0 +1,106 @@
+//! hspi's own answers to the probes (local recomputation on each reference platform), indexed
+//! by probe, and the feature matrix of a set of answers described against them.
+
+use std::collections::{BTreeSet, HashMap};
+
+use hspi_datasets::Record;
+use ndarray::Array2;
+
+use crate::features::{FeatureKind, FeatureSpec, View};
+
+#[derive(Debug, Default)]
+pub struct ReferenceIndex {
+    by_probe: HashMap<String, HashMap<String, View>>,
+    platforms: BTreeSet<String>,
+}
+
+impl ReferenceIndex {
+    /// Platform-labelled records become references; unlabelled ones (an endpoint) are skipped.
+    pub fn new<'a>(records: impl IntoIterator<Item = &'a Record>) -> ReferenceIndex {
+        let mut index = ReferenceIndex::default();
+        for r in records {
+            let Some(p) = &r.platform else { continue };
+            let p = p.to_string();
+            index
+                .by_probe
+                .entry(r.probe_id.clone())
+                .or_default()
+                .insert(p.clone(), View::of(&r.outputs));
+            index.platforms.insert(p);
+        }
+        index
+    }
+
+    pub fn platforms(&self) -> Vec<String> {
+        self.platforms.iter().cloned().collect()
+    }
+
+    /// The reference answers to one probe, in the given platform order.
+    pub fn views(&self, probe: &str, platforms: &[String]) -> Vec<Option<View>> {
+        let answers = self.by_probe.get(probe);
+        platforms
+            .iter()
+            .map(|p| answers.and_then(|a| a.get(p)).cloned())
+            .collect()
+    }
+
+    /// How many of the spec's references answered this probe.
+    pub fn coverage(&self, probe: &str, platforms: &[String]) -> usize {
+        self.views(probe, platforms).iter().flatten().count()
+    }
+}
+
+/// A spec fitted to the data: white-box or black-box from the records, widths from their sizes.
+pub fn infer_spec(
+    kinds: Vec<FeatureKind>,
+    records: &[&Record],
+    references: Vec<String>,
+) -> FeatureSpec {
+    let views: Vec<View> = records
+        .iter()
+        .take(256)
+        .map(|r| View::of(&r.outputs))
+        .collect();
+    let logits = views.iter().any(|v| matches!(v, View::Logits(_)));
+    let (steps, width) = if logits {
+        let n = views
+            .iter()
+            .map(|v| match v {
+                View::Logits(l) => l.len(),
+                View::Steps { .. } => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        (1, n.min(16))
+    } else {
+        views.iter().fold((0, 0), |(s, w), v| match v {
+            View::Steps { steps, .. } => (
+                s.max(steps.len()),
+                w.max(steps.iter().map(|st| st.top.len()).max().unwrap_or(0)),
+            ),
+            View::Logits(_) => (s, w),
+        })
+    };
+    FeatureSpec {
+        kinds,
+        output_kind: if logits { "logits" } else { "steps" }.into(),
+        steps,
+        width,
+        references,
+    }
+}
+
+/// One feature row per record.
+pub fn feature_matrix(
+    spec: &FeatureSpec,
+    records: &[&Record],
+    refs: &ReferenceIndex,
+) -> Array2<f64> {
+    let dim = spec.dim();
+    let mut data = Vec::with_capacity(records.len() * dim);
+    for r in records {
+        let answer = View::of(&r.outputs);
+        data.extend(spec.extract(&answer, &refs.views(&r.probe_id, &spec.references)));
+    }
+    Array2::from_shape_vec((records.len(), dim), data).expect("every row has spec.dim() values")
+}

@@ -1,0 +1,150 @@
+//! Shared by `hspi train`, `identify` and `eval`: loading datasets of any probe set, the
+//! feature and reference flags, and the model the records come from.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use hspi_classify::features::{parse_kinds, FeatureKind};
+use hspi_classify::linear::TrainParams;
+use hspi_datasets::manifest::ModelInfo;
+use hspi_datasets::{Dataset, Record};
+
+/// Records of several datasets (any probe sets), the model they share and their probe-set hash
+/// (of the first).
+pub struct Loaded {
+    pub records: Vec<Record>,
+    pub model: ModelInfo,
+    pub probe_set_hash: String,
+}
+
+pub fn load(dirs: &[PathBuf]) -> anyhow::Result<Loaded> {
+    let mut records = Vec::new();
+    let mut first: Option<(PathBuf, ModelInfo, String)> = None;
+    for dir in dirs {
+        let d = Dataset::open(dir)?;
+        let m = d.manifest.model.clone();
+        match &first {
+            None => first = Some((dir.clone(), m, d.manifest.probe_set.hash.clone())),
+            Some((f, fm, _)) if fm.id != m.id || fm.weights_sha256 != m.weights_sha256 => bail!(
+                "{} holds model {} and {} holds model {}: one classifier describes one model",
+                f.display(),
+                fm.id,
+                dir.display(),
+                m.id
+            ),
+            Some(_) => {}
+        }
+        records.extend(
+            d.records()
+                .with_context(|| format!("reading {}", dir.display()))?,
+        );
+    }
+    let (_, model, probe_set_hash) = first.context("no dataset given")?;
+    Ok(Loaded {
+        records,
+        model,
+        probe_set_hash,
+    })
+}
+
+/// Records of reference datasets: any model check is the caller's.
+pub fn load_references(dirs: &[PathBuf]) -> anyhow::Result<Vec<Record>> {
+    Ok(if dirs.is_empty() {
+        Vec::new()
+    } else {
+        load(dirs)?.records
+    })
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct FeatureArgs {
+    /// Feature extractors, comma-separated (bits, sem, xor-reference, mantissa-histogram,
+    /// reference-relative, logprob-stats, text-only). Default: reference-relative with
+    /// mantissa-histogram (logits) or logprob-stats (API answers).
+    #[arg(long)]
+    pub features: Option<String>,
+    /// Datasets of hspi's own answers to the same probes on reference platforms (local
+    /// recomputation). Default: the training datasets.
+    #[arg(long, num_args = 1..)]
+    pub references: Vec<PathBuf>,
+    /// Use only these reference platforms (comma-separated), e.g. the ones hspi can run here.
+    #[arg(long)]
+    pub reference_platforms: Option<String>,
+    /// Validation folds (grouped by probe).
+    #[arg(long, default_value_t = 5)]
+    pub folds: usize,
+    /// L2 strengths to choose from by validation, comma-separated.
+    #[arg(long, default_value = "0.01,0.1,1,10")]
+    pub alphas: String,
+}
+
+impl FeatureArgs {
+    pub fn kinds(&self, records: &[Record]) -> anyhow::Result<Vec<FeatureKind>> {
+        match &self.features {
+            Some(f) => parse_kinds(f)
+                .map_err(anyhow::Error::msg)
+                .context("--features"),
+            None => Ok(default_kinds(records)),
+        }
+    }
+
+    pub fn params(&self) -> anyhow::Result<TrainParams> {
+        let alphas = self
+            .alphas
+            .split(',')
+            .map(|a| {
+                a.trim()
+                    .parse::<f64>()
+                    .with_context(|| format!("--alphas: '{a}' is not a number"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let p = TrainParams {
+            folds: self.folds,
+            alphas,
+            ..TrainParams::default()
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    pub fn reference_platforms(&self) -> anyhow::Result<Option<Vec<String>>> {
+        let Some(list) = &self.reference_platforms else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        for p in list.split(',').map(str::trim) {
+            let parsed: hspi_datasets::Platform = p
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--reference-platforms: {e}"))?;
+            out.push(parsed.to_string());
+        }
+        Ok(Some(out))
+    }
+}
+
+pub fn default_kinds(records: &[Record]) -> Vec<FeatureKind> {
+    let logits = records
+        .iter()
+        .any(|r| matches!(r.outputs, hspi_datasets::Outputs::Logits { .. }));
+    if logits {
+        vec![
+            FeatureKind::ReferenceRelative,
+            FeatureKind::MantissaHistogram,
+        ]
+    } else {
+        vec![FeatureKind::ReferenceRelative, FeatureKind::LogprobStats]
+    }
+}
+
+/// HSPI's own features: raw logit bits (white-box) or sign/exponent/mantissa of the top-k
+/// logprobs (black-box).
+pub fn baseline_kinds(records: &[Record]) -> Vec<FeatureKind> {
+    let logits = records
+        .iter()
+        .any(|r| matches!(r.outputs, hspi_datasets::Outputs::Logits { .. }));
+    vec![if logits {
+        FeatureKind::Bits
+    } else {
+        FeatureKind::Sem
+    }]
+}

@@ -235,7 +235,7 @@ fn truth<'m>(model: &'m PlatformModel, r: &Record) -> Option<&'m str> {
 }
 
 /// Test answers grouped by platform: the queries one decision may combine.
-fn by_platform<'a>(records: &[&'a Record]) -> BTreeMap<String, Vec<usize>> {
+fn by_platform(records: &[&Record]) -> BTreeMap<String, Vec<usize>> {
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
         let key = r

@@ -103,7 +103,7 @@ impl PlatformModel {
             .and_then(|r| r.platform.as_ref())
             .map(ToString::to_string);
         let output_tokens = records.iter().map(|r| output_tokens(r)).sum();
-        let without_references = if self.spec.kinds.iter().any(|k| k.needs_references()) {
+        let blind = if self.spec.kinds.iter().any(|k| k.needs_references()) {
             records
                 .iter()
                 .filter(|r| refs.coverage(&r.probe_id, &self.spec.references) == 0)
@@ -123,7 +123,7 @@ impl PlatformModel {
             posterior: Vec::new(),
             open_set_score: None,
             open_set_threshold: self.open_set.threshold,
-            without_references,
+            without_references: 0,
         };
         if records.is_empty() {
             return out;
@@ -149,6 +149,8 @@ impl PlatformModel {
             return out;
         }
         out.method = "classifier".into();
+        out.without_references = blind;
+        let without_references = blind;
         let mut total = vec![0.0; self.classes.len()];
         for (lp, _) in scored {
             for (t, v) in total.iter_mut().zip(lp) {

@@ -109,6 +109,12 @@ impl PlatformModel {
                 "feature '{k}' compares answers with hspi's own: no reference platforms given\nhint: pass --references DIR (datasets collected locally over the same probes)"
             )));
         }
+        // Extractors that read no reference must not make identification ask for them.
+        let reference_platforms = if needs.is_some() {
+            reference_platforms
+        } else {
+            Vec::new()
+        };
         let spec = infer_spec(input.kinds, &labelled, reference_platforms);
         let x = feature_matrix(&spec, &labelled, input.references);
         let y: Vec<usize> = labelled.iter().map(|r| class_of(r)).collect();

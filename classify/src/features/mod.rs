@@ -11,6 +11,7 @@ mod mantissa_histogram;
 mod reference_relative;
 mod sem;
 mod text_only;
+mod ulp_pattern;
 pub mod view;
 mod xor_reference;
 
@@ -47,18 +48,21 @@ pub enum FeatureKind {
     MantissaHistogram,
     /// Exact match, ULP distances, sign pattern and agreement against every reference.
     ReferenceRelative,
+    /// Signed log-ULP distance to each reference, value by value.
+    UlpPattern,
     /// Distinct values, grid step and sampled-token logprobs of an API answer.
     LogprobStats,
     /// Generated text alone, against each reference's text.
     TextOnly,
 }
 
-pub const ALL_KINDS: [FeatureKind; 7] = [
+pub const ALL_KINDS: [FeatureKind; 8] = [
     FeatureKind::Bits,
     FeatureKind::Sem,
     FeatureKind::XorReference,
     FeatureKind::MantissaHistogram,
     FeatureKind::ReferenceRelative,
+    FeatureKind::UlpPattern,
     FeatureKind::LogprobStats,
     FeatureKind::TextOnly,
 ];
@@ -71,6 +75,7 @@ impl FeatureKind {
             FeatureKind::XorReference => "xor-reference",
             FeatureKind::MantissaHistogram => "mantissa-histogram",
             FeatureKind::ReferenceRelative => "reference-relative",
+            FeatureKind::UlpPattern => "ulp-pattern",
             FeatureKind::LogprobStats => "logprob-stats",
             FeatureKind::TextOnly => "text-only",
         }
@@ -83,6 +88,7 @@ impl FeatureKind {
             FeatureKind::XorReference => &xor_reference::XorReference,
             FeatureKind::MantissaHistogram => &mantissa_histogram::MantissaHistogram,
             FeatureKind::ReferenceRelative => &reference_relative::ReferenceRelative,
+            FeatureKind::UlpPattern => &ulp_pattern::UlpPattern,
             FeatureKind::LogprobStats => &logprob_stats::LogprobStats,
             FeatureKind::TextOnly => &text_only::TextOnly,
         }
@@ -92,7 +98,10 @@ impl FeatureKind {
     pub fn needs_references(self) -> bool {
         matches!(
             self,
-            FeatureKind::XorReference | FeatureKind::ReferenceRelative | FeatureKind::TextOnly
+            FeatureKind::XorReference
+                | FeatureKind::ReferenceRelative
+                | FeatureKind::UlpPattern
+                | FeatureKind::TextOnly
         )
     }
 }

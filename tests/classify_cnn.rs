@@ -1,0 +1,168 @@
+//! White-box classification on the CNN's CPU grid: train on one probe set, test on another
+//! (never seen in training), through `hspi eval`, `train` and `identify`.
+
+mod common;
+
+use common::*;
+
+fn probes(dir: &std::path::Path, name: &str, seed: &str) -> String {
+    let p = dir.join(name);
+    ok(&[
+        "probe",
+        "random",
+        "--count",
+        "60",
+        "--seed",
+        seed,
+        "--out",
+        p.to_str().unwrap(),
+    ]);
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn white_box_identifies_every_class_on_unseen_probes_and_flags_held_out_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let train = tmp.path().join("train");
+    let test = tmp.path().join("test");
+    assert_eq!(
+        collect_cnn(&train, &probes(tmp.path(), "p1.json", "1"), &[]).code,
+        0
+    );
+    assert_eq!(
+        collect_cnn(&test, &probes(tmp.path(), "p2.json", "2"), &[]).code,
+        0
+    );
+    let (train, test) = (train.to_str().unwrap(), test.to_str().unwrap());
+
+    let r = ok(&[
+        "eval",
+        "--json",
+        "--train",
+        train,
+        "--test",
+        test,
+        "--alphas",
+        "1",
+        "--queries",
+        "1,10",
+        "--held-out",
+        "3",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let at = |scores: &serde_json::Value, n: u64| {
+        scores["by_queries"]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p[0] == n)
+            .map(|p| p[1].as_f64().unwrap())
+            .unwrap()
+    };
+    assert_eq!(
+        report["test_probes_seen"], 0,
+        "a fair test uses unseen probes"
+    );
+    assert_eq!(report["classes"].as_array().unwrap().len(), 25);
+    let hspi = &report["hspi"];
+    eprintln!(
+        "white-box: {:.3} at 1 query, {:.3} at 10; HSPI bits baseline {:.3} / {:.3}",
+        at(hspi, 1),
+        at(hspi, 10),
+        at(&report["baseline"], 1),
+        at(&report["baseline"], 10)
+    );
+    assert!(at(hspi, 10) >= 0.99, "{report}");
+    assert!(
+        at(hspi, 1) > at(&report["baseline"], 1),
+        "beats HSPI's raw bits"
+    );
+    assert_eq!(
+        report["exact_replay"][0], report["exact_replay"][1],
+        "replayed probes: exact every time"
+    );
+    for h in report["held_out"].as_array().unwrap() {
+        let flagged = h["flagged_unknown"].as_array().unwrap()[1][1]
+            .as_f64()
+            .unwrap();
+        assert!(
+            flagged >= 0.95,
+            "held-out class {} flagged {flagged}",
+            h["name"]
+        );
+    }
+    let false_alarms = report["known_flagged_unknown"][1][1].as_f64().unwrap();
+    assert!(
+        false_alarms <= 0.01,
+        "known classes called unknown: {false_alarms}"
+    );
+
+    // The Markdown tables name the baseline beside hspi.
+    let md = ok(&[
+        "eval",
+        "--train",
+        train,
+        "--test",
+        test,
+        "--alphas",
+        "1",
+        "--queries",
+        "1",
+        "--held-out",
+        "0",
+    ])
+    .stdout;
+    assert!(md.contains("| HSPI baseline | bits over logits"), "{md}");
+    assert!(md.contains("| random guess |"), "{md}");
+
+    // train + identify: a labelled test dataset is named class by class; exit 0.
+    let model = tmp.path().join("model.json");
+    ok(&[
+        "train",
+        train,
+        "--alphas",
+        "1",
+        "-o",
+        model.to_str().unwrap(),
+    ]);
+    let m = model.to_str().unwrap();
+    let r = ok(&[
+        "identify",
+        "--json",
+        "-m",
+        m,
+        test,
+        "--references",
+        test,
+        "--queries",
+        "10",
+    ]);
+    let ids: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let ids = ids.as_array().unwrap();
+    assert_eq!(ids.len(), 26);
+    let model_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    for id in ids {
+        let class = id["decision"]["class"].as_str().expect("identified");
+        let members = model_json["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == class)
+            .unwrap()["members"]
+            .clone();
+        assert!(members.as_array().unwrap().contains(&id["label"]), "{id}");
+        assert_eq!(id["method"], "classifier");
+    }
+
+    // A model file altered after training is refused, and so is no reference at all.
+    let text = std::fs::read_to_string(&model).unwrap();
+    let altered = tmp.path().join("altered.json");
+    std::fs::write(&altered, text.replacen("\"alpha\":1.0", "\"alpha\":2.0", 1)).unwrap();
+    let r = run(&["identify", "-m", altered.to_str().unwrap(), test]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("altered"), "{}", r.stderr);
+    let r = run(&["identify", "-m", m, test]);
+    assert_eq!(r.code, 1, "no references: unknown, not a guess");
+    assert!(r.stdout.contains("no reference answers"), "{}", r.stdout);
+}

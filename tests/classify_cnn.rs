@@ -97,6 +97,37 @@ fn white_box_identifies_every_class_on_unseen_probes_and_flags_held_out_ones() {
         "known classes called unknown: {false_alarms}"
     );
 
+    // With one reference (candle f32), every other class is told by how it differs from it:
+    // no exact path, the classifier alone.
+    let r = ok(&[
+        "eval",
+        "--json",
+        "--train",
+        train,
+        "--test",
+        test,
+        "--alphas",
+        "1",
+        "--queries",
+        "1,10",
+        "--held-out",
+        "0",
+        "--features",
+        "reference-relative,ulp-pattern,mantissa-histogram",
+        "--reference-platforms",
+        "cpu-avx2/candle-0.11.1/f32/bs1",
+    ]);
+    let one_ref: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    eprintln!(
+        "white-box, candle f32 reference only: {:.3} at 1 query, {:.3} at 10",
+        at(&one_ref["hspi"], 1),
+        at(&one_ref["hspi"], 10)
+    );
+    assert!(
+        at(&one_ref["hspi"], 10) >= 2.0 * at(&one_ref["baseline"], 10),
+        "{one_ref}"
+    );
+
     // The Markdown tables name the baseline beside hspi.
     let md = ok(&[
         "eval",
@@ -152,7 +183,10 @@ fn white_box_identifies_every_class_on_unseen_probes_and_flags_held_out_ones() {
             .unwrap()["members"]
             .clone();
         assert!(members.as_array().unwrap().contains(&id["label"]), "{id}");
-        assert_eq!(id["method"], "classifier");
+        assert_eq!(
+            id["method"], "reference-match",
+            "bit-identical to its own recomputation"
+        );
     }
 
     // A model file altered after training is refused, and so is no reference at all.

@@ -139,19 +139,25 @@ fn collect(
 fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
     let tmp = tempfile::tempdir().unwrap();
     let probes = tmp.path().join("prompts.json");
-    ok(&[
-        "probe",
-        "prompts",
-        "--count",
-        "20",
-        "--max-tokens",
-        "8",
-        "--top-logprobs",
-        "5",
-        "--out",
-        probes.to_str().unwrap(),
-    ]);
+    let unseen = tmp.path().join("unseen.json");
+    for (file, count, seed) in [(&probes, "40", "1"), (&unseen, "20", "2")] {
+        ok(&[
+            "probe",
+            "prompts",
+            "--count",
+            count,
+            "--seed",
+            seed,
+            "--max-tokens",
+            "8",
+            "--top-logprobs",
+            "5",
+            "--out",
+            file.to_str().unwrap(),
+        ]);
+    }
     let p = probes.to_str().unwrap();
+    let mut unseen_dirs = Vec::new();
     let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
     let mut dirs = Vec::new();
     for quant in ["F32", "F16", "Q8_0", "Q4_0"] {
@@ -165,6 +171,16 @@ fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
         let journal = tmp.path().join(format!("{quant}.journal"));
         let r = collect(&server.url, &label, p, &out, Some(&journal));
         assert_eq!(r.code, 0, "{quant}: {}", r.stderr);
+        let test_out = tmp.path().join(format!("{quant}-unseen"));
+        let r = collect(
+            &server.url,
+            &label,
+            unseen.to_str().unwrap(),
+            &test_out,
+            None,
+        );
+        assert_eq!(r.code, 0, "{quant}: {}", r.stderr);
+        unseen_dirs.push(test_out);
         if quant == "Q8_0" {
             // Repeated collection from the same server: the same bits.
             let again = tmp.path().join("Q8_0-again");
@@ -224,6 +240,8 @@ fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
         "border prompts for fewer than half the pairs: {report}"
     );
 
+    black_box_classification(tmp.path(), &dirs, &unseen_dirs);
+
     if std::fs::read_to_string("/proc/cpuinfo")
         .unwrap_or_default()
         .contains("avx512f")
@@ -252,4 +270,93 @@ fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
     } else {
         eprintln!("note: this CPU has no AVX-512; the AVX-512 llama.cpp class was not exercised");
     }
+}
+
+fn accuracy_at(scores: &serde_json::Value, n: u64) -> f64 {
+    scores["by_queries"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p[0] == n)
+        .map(|p| p[1].as_f64().unwrap())
+        .unwrap()
+}
+
+/// Black-box identification from top-5 logprobs on prompts never seen in training, against
+/// hspi's own recomputation of those prompts (here: the local llama-server runs).
+fn black_box_classification(tmp: &std::path::Path, train: &[PathBuf], test: &[PathBuf]) {
+    let s = |d: &[PathBuf]| {
+        d.iter()
+            .map(|p| p.to_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let (train_s, test_s) = (s(train), s(test));
+    let eval = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["eval", "--json", "--queries", "1,2,4,8", "--train"];
+        args.extend(train_s.iter().map(String::as_str));
+        args.push("--test");
+        args.extend(test_s.iter().map(String::as_str));
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ok(&args).stdout).unwrap()
+    };
+    let report = eval(&[]);
+    assert_eq!(report["test_probes_seen"], 0);
+    let (hspi, baseline) = (&report["hspi"], &report["baseline"]);
+    eprintln!(
+        "black-box, 4 references: {:.3} at 1 query; HSPI sign/exponent/mantissa baseline {:.3} (chance 0.25)",
+        accuracy_at(hspi, 1),
+        accuracy_at(baseline, 1)
+    );
+    assert!(accuracy_at(hspi, 1) >= 0.95, "{report}");
+    assert_eq!(report["exact_replay"][0], report["exact_replay"][1]);
+    for h in report["held_out"].as_array().unwrap() {
+        let flagged = h["flagged_unknown"][0][1].as_f64().unwrap();
+        assert!(
+            flagged >= 0.95,
+            "held-out {} flagged unknown {flagged}",
+            h["name"]
+        );
+    }
+    assert!(report["known_flagged_unknown"][0][1].as_f64().unwrap() <= 0.05);
+
+    // Formats hspi does not recompute (standing in for builds it cannot run, like AVX-512):
+    // described relative to the F32 reference alone, they are still told apart.
+    let f32_only = eval(&[
+        "--reference-platforms",
+        "cpu-avx2/llamacpp-11434/f32/bs1",
+        "--held-out",
+        "0",
+    ]);
+    eprintln!(
+        "black-box, F32 reference only: {:.3} at 1 query, {:.3} at 4, {:.3} at 8",
+        accuracy_at(&f32_only["hspi"], 1),
+        accuracy_at(&f32_only["hspi"], 4),
+        accuracy_at(&f32_only["hspi"], 8)
+    );
+    assert!(accuracy_at(&f32_only["hspi"], 8) >= 0.95, "{f32_only}");
+
+    // A model that never saw Q4_0 calls a Q4_0 server unknown (exit 1), not its nearest class.
+    let model = tmp.join("three-formats.json");
+    let mut args = vec!["train", "-o", model.to_str().unwrap()];
+    args.extend(train_s[..3].iter().map(String::as_str));
+    ok(&args);
+    let q4 = test_s.iter().find(|d| d.contains("Q4_0")).unwrap();
+    let mut args = vec![
+        "identify",
+        "--json",
+        "-m",
+        model.to_str().unwrap(),
+        q4.as_str(),
+        "--queries",
+        "4",
+        "--references",
+    ];
+    args.extend(test_s.iter().map(String::as_str));
+    let r = run(&args);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("\"decision\": \"unknown\""),
+        "{}",
+        r.stdout
+    );
 }

@@ -40,7 +40,8 @@ pub struct Identification {
     pub label: Option<String>,
     pub queries: usize,
     pub output_tokens: u64,
-    /// `exact-match` or `classifier`.
+    /// `exact-match` (probes seen in training), `reference-match` (bit-identical to hspi's own
+    /// recomputation on a reference platform) or `classifier`.
     pub method: String,
     pub decision: Decision,
     /// Most probable first.
@@ -128,8 +129,15 @@ impl PlatformModel {
         if records.is_empty() {
             return out;
         }
-        if let Some(matches) = self.exact_matches(records) {
-            out.method = "exact-match".into();
+        let exact = self
+            .exact_matches(records)
+            .map(|m| ("exact-match", m))
+            .or_else(|| {
+                self.reference_matches(records, refs)
+                    .map(|m| ("reference-match", m))
+            });
+        if let Some((method, matches)) = exact {
+            out.method = method.into();
             out.posterior = self.uniform(&matches);
             out.decision = match matches.as_slice() {
                 [] => Decision::Unknown {
@@ -218,6 +226,33 @@ impl PlatformModel {
             }
         }
         common
+    }
+
+    /// Classes whose reference platform recomputed every query bit for bit (local
+    /// recomputation of unseen probes: the exact path without training on them).
+    fn reference_matches(&self, records: &[&Record], refs: &ReferenceIndex) -> Option<Vec<usize>> {
+        let mut common: Option<Vec<usize>> = None;
+        for r in records {
+            let classes: Vec<usize> = refs
+                .identical(r)
+                .iter()
+                .filter(|p| self.spec.references.contains(p))
+                .filter_map(|p| self.classes.iter().position(|c| c.members.contains(p)))
+                .collect();
+            let next: Vec<usize> = match common {
+                None => classes,
+                Some(c) => c.into_iter().filter(|x| classes.contains(x)).collect(),
+            };
+            if next.is_empty() {
+                return None;
+            }
+            common = Some(next);
+        }
+        common.map(|mut c| {
+            c.sort_unstable();
+            c.dedup();
+            c
+        })
     }
 
     fn uniform(&self, classes: &[usize]) -> Vec<ClassProbability> {

@@ -11,6 +11,8 @@ use crate::features::{FeatureKind, FeatureSpec, View};
 #[derive(Debug, Default)]
 pub struct ReferenceIndex {
     by_probe: HashMap<String, HashMap<String, View>>,
+    /// probe → output hash → reference platforms that answered exactly that.
+    hashes: HashMap<String, HashMap<String, Vec<String>>>,
     platforms: BTreeSet<String>,
 }
 
@@ -26,6 +28,13 @@ impl ReferenceIndex {
                 .entry(r.probe_id.clone())
                 .or_default()
                 .insert(p.clone(), View::of(&r.outputs));
+            index
+                .hashes
+                .entry(r.probe_id.clone())
+                .or_default()
+                .entry(crate::exact::output_hash(r))
+                .or_default()
+                .push(p.clone());
             index.platforms.insert(p);
         }
         index
@@ -42,6 +51,14 @@ impl ReferenceIndex {
             .iter()
             .map(|p| answers.and_then(|a| a.get(p)).cloned())
             .collect()
+    }
+
+    /// Reference platforms whose answer to this record's probe is bit-identical to it.
+    pub fn identical(&self, record: &Record) -> &[String] {
+        self.hashes
+            .get(&record.probe_id)
+            .and_then(|h| h.get(&crate::exact::output_hash(record)))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// How many of the spec's references answered this probe.

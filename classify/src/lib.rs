@@ -1,15 +1,18 @@
 //! Feature extractors, classifiers, EQC grouping and the verifier.
 
+pub mod claim;
 pub mod eqc;
 mod error;
 pub mod evaluate;
 pub mod exact;
 pub mod features;
 pub mod identify;
+pub mod integrity;
 pub mod linear;
 pub mod model;
 pub mod open_set;
 pub mod references;
+pub mod verify;
 
 pub use eqc::{group_eqcs, EqcGrouping};
 pub use error::ClassifyError;

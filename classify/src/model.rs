@@ -12,6 +12,7 @@ use crate::eqc::group_eqcs;
 use crate::error::ClassifyError;
 use crate::exact::ExactIndex;
 use crate::features::{FeatureKind, FeatureSpec, View};
+use crate::integrity::IntegrityProfile;
 use crate::linear::{self, LinearModel, TrainParams, Validation};
 use crate::open_set::OpenSet;
 use crate::references::{feature_matrix, infer_spec, ReferenceIndex};
@@ -50,6 +51,9 @@ pub struct PlatformModel {
     pub exact: ExactIndex,
     pub validation: Validation,
     pub samples: usize,
+    /// Per class, the integrity properties its answers keep (black-box answers only).
+    #[serde(default)]
+    pub integrity: Vec<IntegrityProfile>,
 }
 
 pub struct TrainInput<'a> {
@@ -124,6 +128,9 @@ impl PlatformModel {
         let folds = linear::folds_by_group(&groups, input.params.folds);
         let open_set = OpenSet::calibrate(&z, &y, &folds, classes.len());
         let exact = ExactIndex::build(labelled.iter().map(|r| (*r, class_of(r))));
+        let integrity = (0..classes.len())
+            .map(|c| IntegrityProfile::of(labelled.iter().copied().filter(|r| class_of(r) == c)))
+            .collect();
         let mut model = PlatformModel {
             format: FORMAT.into(),
             id: String::new(),
@@ -136,6 +143,7 @@ impl PlatformModel {
             exact,
             validation,
             samples: labelled.len(),
+            integrity,
         };
         model.id = model.content_id();
         Ok(model)

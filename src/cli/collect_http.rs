@@ -18,7 +18,7 @@ use super::collect::{new_session, open_mode, probe_set_info, Args};
 use crate::printer;
 use crate::progress::Bar;
 
-#[derive(Debug, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct EndpointArgs {
     /// Collect from this OpenAI-compatible URL (…/v1/chat/completions or …/v1/completions).
     #[arg(long)]
@@ -88,7 +88,18 @@ fn api_key(var: &Option<String>) -> anyhow::Result<Option<String>> {
     }
 }
 
-pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+/// An endpoint opened for collection: its dataset (created or resumed), budget and target.
+pub struct EndpointSession {
+    pub url: String,
+    pub id: String,
+    pub label: Option<Platform>,
+    pub probes: hspi_datasets::ProbeSet,
+    pub writer: DatasetWriter,
+    pub budget: Arc<Budget>,
+    pub target: HttpTarget,
+}
+
+pub fn open_endpoint(args: &Args) -> anyhow::Result<EndpointSession> {
     let e = &args.endpoint;
     let url = e.endpoint.clone().expect("called with --endpoint");
     let shape = match e.api.as_deref() {
@@ -128,7 +139,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         platforms,
         sessions: Vec::new(),
     };
-    let mut writer = DatasetWriter::open(
+    let writer = DatasetWriter::open(
         &args.out,
         &manifest,
         &probes,
@@ -161,24 +172,45 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         price_output_per_m: e.price_output,
     }));
     let client = Arc::new(client);
-    let make = || -> hspi_collect::Result<Box<dyn hspi_collect::Target>> {
-        Ok(Box::new(HttpTarget {
-            id: id.clone(),
-            url: url.clone(),
-            shape,
-            model: args.model.clone(),
-            options: RequestOptions {
-                llama_extensions: !e.strict_openai,
-            },
-            platform: label.clone(),
-            client: client.clone(),
-            budget: budget.clone(),
-            journal: journal.clone(),
-            concurrency: e.concurrency,
-            allow_model_mismatch: e.allow_model_mismatch,
-            require_logprobs: !e.text_only,
-        }))
+    let target = HttpTarget {
+        id: id.clone(),
+        url: url.clone(),
+        shape,
+        model: args.model.clone(),
+        options: RequestOptions {
+            llama_extensions: !e.strict_openai,
+        },
+        platform: label.clone(),
+        client: client.clone(),
+        budget: budget.clone(),
+        journal: journal.clone(),
+        concurrency: e.concurrency,
+        allow_model_mismatch: e.allow_model_mismatch,
+        require_logprobs: !e.text_only,
     };
+    Ok(EndpointSession {
+        url,
+        id,
+        label,
+        probes,
+        writer,
+        budget,
+        target,
+    })
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let EndpointSession {
+        url,
+        id,
+        label,
+        probes,
+        mut writer,
+        budget,
+        target,
+    } = open_endpoint(args)?;
+    let make =
+        || -> hspi_collect::Result<Box<dyn hspi_collect::Target>> { Ok(Box::new(target.clone())) };
     let targets = [PendingTarget {
         id: id.clone(),
         platform: label.clone(),

@@ -1,3 +1,4 @@
+mod audit;
 mod border;
 mod border_prompts;
 mod classifier;
@@ -13,6 +14,7 @@ mod platforms;
 mod probe;
 mod serve;
 mod train;
+mod verify;
 mod zoo;
 
 use std::process::ExitCode;
@@ -45,6 +47,11 @@ enum Command {
     /// Evaluate classifiers as in the HSPI paper: accuracy per class and per query count,
     /// unknown-class rejection, baselines (Markdown or JSON).
     Eval(Box<eval::Args>),
+    /// Check a claimed platform against a target with a sequential test (exit 0 consistent,
+    /// 1 mismatch / unknown / tampered, 3 inconclusive).
+    Verify(Box<verify::Args>),
+    /// Verify a claim against an endpoint, identify what it serves, and write the report.
+    Audit(Box<audit::Args>),
     /// Dataset utilities.
     #[command(subcommand)]
     Dataset(dataset::Command),
@@ -70,6 +77,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Train(a) => train::run(a),
         Command::Identify(a) => identify::run(a),
         Command::Eval(a) => eval::run(*a),
+        Command::Verify(a) => verify::run(*a),
+        Command::Audit(a) => audit::run(*a),
         Command::Dataset(c) => dataset::run(c),
         Command::Probe(c) => probe::run(c),
         Command::Fetch(a) => fetch::run(a),

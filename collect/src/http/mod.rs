@@ -24,6 +24,7 @@ use crate::target::{Answer, Target};
 /// Extra fetches of a 200 answer that does not parse before giving up.
 const MALFORMED_REFETCHES: usize = 2;
 
+#[derive(Clone)]
 pub struct HttpTarget {
     pub id: String,
     pub url: String,

@@ -1,0 +1,427 @@
+//! The sequential verifier: is the served platform the claimed one? Each answer adds per-class
+//! log-likelihoods (bit-identical to a reference or training answer: decisive up to a cap;
+//! otherwise the classifier's log posterior, clamped); after each query the generalised
+//! likelihood ratio of the best alternative against the best claimed class is compared with
+//! Wald's thresholds for the requested error rates. The per-query cap means no single answer
+//! decides alone; a budget cap ends in "inconclusive", never in an accusation.
+
+use hspi_datasets::Record;
+use serde::{Deserialize, Serialize};
+
+use crate::claim::Claim;
+use crate::error::ClassifyError;
+use crate::exact::Lookup;
+use crate::identify::output_tokens;
+use crate::integrity::violations;
+use crate::linear::argmax;
+use crate::model::PlatformModel;
+use crate::references::ReferenceIndex;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VerifyParams {
+    /// Target probability of calling an honest server a mismatch.
+    pub false_accusation: f64,
+    /// Target probability of calling a mismatched server consistent.
+    pub false_acceptance: f64,
+    pub max_queries: usize,
+    pub max_output_tokens: u64,
+    /// No verdict but "inconclusive" before this many queries.
+    pub min_queries: usize,
+    /// Most log-likelihood one answer can contribute (nats).
+    pub per_query_cap: f64,
+}
+
+impl Default for VerifyParams {
+    fn default() -> Self {
+        VerifyParams {
+            false_accusation: 0.01,
+            false_acceptance: 0.01,
+            max_queries: 32,
+            max_output_tokens: 256,
+            min_queries: 2,
+            per_query_cap: 3.0,
+        }
+    }
+}
+
+impl VerifyParams {
+    pub fn validate(&self) -> Result<(), ClassifyError> {
+        for (name, v) in [
+            ("--false-accusation", self.false_accusation),
+            ("--false-acceptance", self.false_acceptance),
+        ] {
+            if !(v > 0.0 && v < 0.5) {
+                return Err(ClassifyError::Param(format!(
+                    "{name} {v}: must lie in (0, 0.5)"
+                )));
+            }
+        }
+        if self.max_queries == 0 || self.min_queries == 0 || self.min_queries > self.max_queries {
+            return Err(ClassifyError::Param(format!(
+                "query limits: need 1 <= min ({}) <= max ({})",
+                self.min_queries, self.max_queries
+            )));
+        }
+        Ok(())
+    }
+    /// Wald's thresholds on the log-likelihood ratio (alternative against claim).
+    pub fn thresholds(&self) -> (f64, f64) {
+        let (a, b) = (self.false_accusation, self.false_acceptance);
+        (((1.0 - b) / a).ln(), (b / (1.0 - a)).ln())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    Consistent,
+    Mismatch {
+        likely_class: String,
+        likely_platform: String,
+    },
+    UnknownPlatform {
+        reason: String,
+    },
+    Inconclusive {
+        reason: String,
+    },
+    Tampered {
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// Exit codes as in DESIGN.md: 0 consistent, 1 mismatch / unknown / tampered, 3 inconclusive.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Verdict::Consistent => 0,
+            Verdict::Inconclusive { .. } => 3,
+            _ => 1,
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Consistent => "consistent",
+            Verdict::Mismatch { .. } => "mismatch",
+            Verdict::UnknownPlatform { .. } => "unknown platform",
+            Verdict::Inconclusive { .. } => "inconclusive",
+            Verdict::Tampered { .. } => "tampered",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryEvidence {
+    pub probe: String,
+    pub output_tokens: u64,
+    /// `exact-match`, `reference-match` or `classifier`.
+    pub method: String,
+    /// The class this answer alone points to.
+    pub nearest: String,
+    /// This answer's log-likelihood ratio, best alternative against best claimed class.
+    pub llr: f64,
+    pub cumulative_llr: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub integrity: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerifyReport {
+    pub claim: String,
+    pub claimed: Vec<String>,
+    pub alternatives: Vec<String>,
+    pub verdict: Verdict,
+    /// Probability the verdict is right under the model (1 − the error rate it was held to,
+    /// or the posterior share when the budget ran out).
+    pub confidence: f64,
+    pub log_likelihood_ratio: f64,
+    /// (mismatch at or above, consistent at or below)
+    pub thresholds: (f64, f64),
+    pub queries: usize,
+    pub output_tokens: u64,
+    pub evidence: Vec<QueryEvidence>,
+}
+
+pub struct Verifier<'a> {
+    model: &'a PlatformModel,
+    refs: &'a ReferenceIndex,
+    claim: Claim,
+    claimed: Vec<usize>,
+    params: VerifyParams,
+    cumulative: Vec<f64>,
+    evidence: Vec<QueryEvidence>,
+    tokens: u64,
+    /// Open-set vectors of answers that matched nothing bit for bit.
+    unmatched: Vec<Vec<f64>>,
+    tampered: Vec<String>,
+    verdict: Option<Verdict>,
+}
+
+impl<'a> Verifier<'a> {
+    pub fn new(
+        model: &'a PlatformModel,
+        refs: &'a ReferenceIndex,
+        claim: Claim,
+        params: VerifyParams,
+    ) -> Result<Verifier<'a>, ClassifyError> {
+        params.validate()?;
+        let claimed: Vec<usize> = model
+            .classes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.members.iter().any(|m| claim.matches(m)))
+            .map(|(i, _)| i)
+            .collect();
+        if claimed.is_empty() {
+            let known: Vec<String> = model
+                .classes
+                .iter()
+                .flat_map(|c| c.members.clone())
+                .collect();
+            return Err(ClassifyError::Param(format!(
+                "claim {claim} matches no platform the model knows ({})\nhint: collect a reference dataset for the claimed platform and train on it",
+                known.join(", ")
+            )));
+        }
+        Ok(Verifier {
+            model,
+            refs,
+            claim,
+            claimed,
+            cumulative: vec![0.0; model.classes.len()],
+            params,
+            evidence: Vec::new(),
+            tokens: 0,
+            unmatched: Vec::new(),
+            tampered: Vec::new(),
+            verdict: None,
+        })
+    }
+
+    /// Probe ids ordered so the first ones best separate the claim from its alternatives: those
+    /// where most alternative classes' reference answers differ from the claimed class's.
+    pub fn order_probes(&self, probes: &[String]) -> Vec<String> {
+        let refs = &self.model.spec.references;
+        let mut scored: Vec<(usize, usize, &String)> = probes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let views = self.refs.views(p, refs);
+                let class_view = |c: usize| {
+                    refs.iter()
+                        .position(|r| self.model.classes[c].members.contains(r))
+                        .and_then(|j| views[j].clone())
+                };
+                let claimed: Vec<_> = self.claimed.iter().filter_map(|c| class_view(*c)).collect();
+                let separated = (0..self.model.classes.len())
+                    .filter(|c| !self.claimed.contains(c))
+                    .filter_map(class_view)
+                    .filter(|v| !claimed.is_empty() && !claimed.contains(v))
+                    .count();
+                (separated, i, p)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().map(|s| s.2.clone()).collect()
+    }
+
+    pub fn verdict(&self) -> Option<&Verdict> {
+        self.verdict.as_ref()
+    }
+
+    /// The log-likelihood ratio so far, best alternative against best claimed class.
+    pub fn current_llr(&self) -> f64 {
+        self.llr()
+    }
+
+    fn llr(&self) -> f64 {
+        let best = |set: &mut dyn Iterator<Item = usize>| {
+            set.map(|c| self.cumulative[c])
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        let claim = best(&mut self.claimed.iter().copied());
+        let alt = best(&mut (0..self.cumulative.len()).filter(|c| !self.claimed.contains(c)));
+        alt - claim
+    }
+
+    /// Add one answer; returns the verdict once the evidence suffices.
+    pub fn observe(&mut self, record: &Record) -> Option<&Verdict> {
+        if self.verdict.is_some() {
+            return self.verdict.as_ref();
+        }
+        let cap = self.params.per_query_cap;
+        let k = self.model.classes.len();
+        let broken = violations(record, &self.model.integrity);
+        if !broken.is_empty() {
+            self.tampered
+                .push(format!("probe {}: {}", record.probe_id, broken.join("; ")));
+        }
+        let bitwise = match self.model.exact.lookup(record) {
+            Lookup::Matches(m) if !m.is_empty() => Some(("exact-match", m)),
+            _ => {
+                let m: Vec<usize> = self
+                    .refs
+                    .identical(record)
+                    .iter()
+                    .filter(|p| self.model.spec.references.contains(p))
+                    .filter_map(|p| {
+                        self.model
+                            .classes
+                            .iter()
+                            .position(|c| c.members.contains(p))
+                    })
+                    .collect();
+                (!m.is_empty()).then_some(("reference-match", m))
+            }
+        };
+        let (method, ll) = match bitwise {
+            Some((method, m)) => (
+                method,
+                (0..k)
+                    .map(|c| if m.contains(&c) { 0.0 } else { -cap })
+                    .collect::<Vec<f64>>(),
+            ),
+            None => {
+                let scored = self.model.score_records(&[record], self.refs);
+                let (lp, z) = scored.into_iter().next().expect("one record scored");
+                let top = lp.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                self.unmatched.push(z);
+                (
+                    "classifier",
+                    lp.iter().map(|v| (v - top).max(-cap)).collect(),
+                )
+            }
+        };
+        let before = self.llr();
+        for (c, v) in self.cumulative.iter_mut().zip(&ll) {
+            *c += v;
+        }
+        let after = self.llr();
+        let tokens = output_tokens(record);
+        self.tokens += tokens;
+        self.evidence.push(QueryEvidence {
+            probe: record.probe_id.clone(),
+            output_tokens: tokens,
+            method: method.into(),
+            nearest: self.model.classes[argmax(&ll)].name(),
+            llr: if self.evidence.is_empty() {
+                after
+            } else {
+                after - before
+            },
+            cumulative_llr: after,
+            integrity: broken.iter().map(|s| s.to_string()).collect(),
+        });
+        self.verdict = self.decide();
+        self.verdict.as_ref()
+    }
+
+    fn open_set_unknown(&self) -> Option<String> {
+        if self.unmatched.len() < self.params.min_queries {
+            return None;
+        }
+        let best = argmax(&self.cumulative);
+        let score = self
+            .unmatched
+            .iter()
+            .map(|z| self.model.open_set.score(best, z))
+            .sum::<f64>()
+            / self.unmatched.len() as f64;
+        (score > self.model.open_set.threshold).then(|| {
+            format!(
+                "{} answers lie {score:.2} from the nearest known class ({}), above the threshold {:.2}",
+                self.unmatched.len(),
+                self.model.classes[best].name(),
+                self.model.open_set.threshold
+            )
+        })
+    }
+
+    fn decide(&self) -> Option<Verdict> {
+        let n = self.evidence.len();
+        if n < self.params.min_queries {
+            return None;
+        }
+        if self.tampered.len() >= self.params.min_queries {
+            return Some(Verdict::Tampered {
+                reason: format!(
+                    "{} of {n} answers hold values no known computation produces: {}",
+                    self.tampered.len(),
+                    self.tampered[0]
+                ),
+            });
+        }
+        let (accuse, accept) = self.params.thresholds();
+        let llr = self.llr();
+        if llr >= accuse || llr <= accept {
+            if let Some(reason) = self.open_set_unknown() {
+                return Some(Verdict::UnknownPlatform { reason });
+            }
+        }
+        if llr >= accuse {
+            let best = (0..self.cumulative.len())
+                .filter(|c| !self.claimed.contains(c))
+                .max_by(|a, b| self.cumulative[*a].total_cmp(&self.cumulative[*b]))
+                .unwrap_or(0);
+            return Some(Verdict::Mismatch {
+                likely_class: self.model.classes[best].id.clone(),
+                likely_platform: self.model.classes[best].name(),
+            });
+        }
+        if llr <= accept {
+            return Some(Verdict::Consistent);
+        }
+        None
+    }
+
+    /// Whether the budget allows another query of about `next_tokens` output tokens.
+    pub fn can_continue(&self, next_tokens: u64) -> bool {
+        self.verdict.is_none()
+            && self.evidence.len() < self.params.max_queries
+            && self.tokens + next_tokens <= self.params.max_output_tokens
+    }
+
+    pub fn finish(self) -> VerifyReport {
+        let llr = self.llr();
+        let (accuse, accept) = self.params.thresholds();
+        let verdict = self.verdict.clone().unwrap_or_else(|| Verdict::Inconclusive {
+            reason: if self.evidence.is_empty() {
+                "no answers to weigh".into()
+            } else {
+                format!(
+                    "the budget ({} queries, {} output tokens) ran out with the log-likelihood ratio at {llr:.2}, between {accept:.2} (consistent) and {accuse:.2} (mismatch)",
+                    self.evidence.len(),
+                    self.tokens
+                )
+            },
+        });
+        let confidence = match &verdict {
+            Verdict::Consistent => 1.0 - self.params.false_acceptance,
+            Verdict::Mismatch { .. } => 1.0 - self.params.false_accusation,
+            Verdict::Tampered { .. } => 1.0,
+            _ => 1.0 / (1.0 + (-llr.abs()).exp()),
+        };
+        let name = |c: usize| {
+            format!(
+                "{} {}",
+                self.model.classes[c].id,
+                self.model.classes[c].name()
+            )
+        };
+        VerifyReport {
+            claim: self.claim.to_string(),
+            claimed: self.claimed.iter().map(|c| name(*c)).collect(),
+            alternatives: (0..self.model.classes.len())
+                .filter(|c| !self.claimed.contains(c))
+                .map(name)
+                .collect(),
+            verdict,
+            confidence,
+            log_likelihood_ratio: llr,
+            thresholds: (accuse, accept),
+            queries: self.evidence.len(),
+            output_tokens: self.tokens,
+            evidence: self.evidence,
+        }
+    }
+}

@@ -64,7 +64,9 @@ fn start(variant: &str, quant: &str) -> LlamaServer {
             "--port",
             &port.to_string(),
         ])
-        .args(["-t", "2", "-c", "1024", "-np", "1"])
+        // Four slots: sequential requests answer exactly as with one (measured), concurrent ones
+        // are batched together and answer with other bits.
+        .args(["-t", "2", "-c", "2048", "-np", "4"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -106,6 +108,31 @@ fn reqwest_health(base: &str) -> bool {
     let mut buf = String::new();
     let _ = s.read_to_string(&mut buf);
     buf.starts_with("HTTP/1.1 200")
+}
+
+fn collect_with(
+    base: &str,
+    label: &str,
+    probes: &str,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> Run {
+    let url = format!("{base}/v1/chat/completions");
+    let mut args = vec![
+        "collect",
+        "--endpoint",
+        &url,
+        "--model",
+        "smollm2",
+        "--probes",
+        probes,
+        "--label",
+        label,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
 }
 
 fn collect(
@@ -158,6 +185,7 @@ fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
     }
     let p = probes.to_str().unwrap();
     let mut unseen_dirs = Vec::new();
+    let (mut load_train, mut load_unseen) = (Vec::new(), Vec::new());
     let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
     let mut dirs = Vec::new();
     for quant in ["F32", "F16", "Q8_0", "Q4_0"] {
@@ -181,6 +209,17 @@ fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
         );
         assert_eq!(r.code, 0, "{quant}: {}", r.stderr);
         unseen_dirs.push(test_out);
+        // Under concurrent load the server batches requests: a platform of its own (bs4).
+        let loaded = label.replace("/bs1", "/bs4");
+        for (name, file, list) in [
+            ("train", p, &mut load_train),
+            ("unseen", unseen.to_str().unwrap(), &mut load_unseen),
+        ] {
+            let out = tmp.path().join(format!("{quant}-load-{name}"));
+            let r = collect_with(&server.url, &loaded, file, &out, &["--concurrency", "4"]);
+            assert_eq!(r.code, 0, "{quant} under load: {}", r.stderr);
+            list.push(out);
+        }
         if quant == "Q8_0" {
             // Repeated collection from the same server: the same bits.
             let again = tmp.path().join("Q8_0-again");
@@ -241,6 +280,12 @@ fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
     );
 
     black_box_classification(tmp.path(), &dirs, &unseen_dirs);
+    verification(
+        tmp.path(),
+        [&dirs, &load_train],
+        [&unseen_dirs, &load_unseen],
+        &unseen,
+    );
 
     if std::fs::read_to_string("/proc/cpuinfo")
         .unwrap_or_default()
@@ -359,4 +404,293 @@ fn black_box_classification(tmp: &std::path::Path, train: &[PathBuf], test: &[Pa
         "{}",
         r.stdout
     );
+}
+
+const F16: &str = "*/llamacpp/f16/*";
+
+/// Run the verifier over a dataset's answers in a seeded random order, as an audit would see
+/// them, within 64 output tokens.
+fn audit_replay(
+    model: &hspi_classify::PlatformModel,
+    refs: &hspi_classify::ReferenceIndex,
+    records: &[hspi_datasets::Record],
+    claim: &str,
+    seed: u64,
+) -> hspi_classify::verify::VerifyReport {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut order: Vec<&hspi_datasets::Record> = records.iter().collect();
+    order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+    let params = hspi_classify::verify::VerifyParams {
+        max_output_tokens: 64,
+        ..Default::default()
+    };
+    let mut v =
+        hspi_classify::verify::Verifier::new(model, refs, claim.parse().unwrap(), params).unwrap();
+    for r in order {
+        if !v.can_continue(8) {
+            break;
+        }
+        v.observe(r);
+    }
+    v.finish()
+}
+
+/// Verification on the llama.cpp grid: dishonest servers caught within 64 output tokens, honest
+/// ones (sequential or under concurrent load, in any request order) never accused, and a proxy
+/// that perturbs logprobs reported as tampered or inconclusive.
+fn verification(
+    tmp: &std::path::Path,
+    train: [&[PathBuf]; 2],
+    unseen: [&[PathBuf]; 2],
+    prompts: &std::path::Path,
+) {
+    let strs = |d: &[PathBuf]| {
+        d.iter()
+            .map(|p| p.to_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let model_path = tmp.join("verifier.json");
+    let bs1: Vec<String> = ["f32", "f16", "q8_0", "q4_0"]
+        .iter()
+        .map(|f| format!("cpu-avx2/llamacpp-11434/{f}/bs1"))
+        .collect();
+    let reference_platforms = bs1.join(",");
+    let mut args = vec![
+        "train",
+        "-o",
+        model_path.to_str().unwrap(),
+        "--reference-platforms",
+        &reference_platforms,
+    ];
+    let train_s: Vec<String> = train.iter().flat_map(|d| strs(d)).collect();
+    args.extend(train_s.iter().map(String::as_str));
+    ok(&args);
+    let model = hspi_classify::PlatformModel::load(&model_path).unwrap();
+    let names: Vec<String> = model
+        .classes
+        .iter()
+        .map(|c| c.members.join(" = "))
+        .collect();
+    eprintln!("verify: {} classes: {}", names.len(), names.join("; "));
+    assert!(
+        (5..=8).contains(&model.classes.len()),
+        "four formats, alone and under load: {names:?}"
+    );
+    // hspi's own recomputation of the unseen prompts: the sequential (bs1) runs.
+    let ref_records: Vec<hspi_datasets::Record> = unseen[0]
+        .iter()
+        .flat_map(|d| hspi_datasets::Dataset::open(d).unwrap().records().unwrap())
+        .collect();
+    let refs = hspi_classify::ReferenceIndex::new(&ref_records);
+    let served: Vec<(String, Vec<hspi_datasets::Record>)> = unseen
+        .iter()
+        .flat_map(|dirs| dirs.iter())
+        .map(|d| {
+            let recs = hspi_datasets::Dataset::open(d).unwrap().records().unwrap();
+            (recs[0].platform.as_ref().unwrap().to_string(), recs)
+        })
+        .collect();
+    let (mut caught, mut dishonest, mut tokens_max) = (0, 0, 0);
+    let (mut accused, mut honest, mut consistent) = (0, 0, 0);
+    for (platform, records) in &served {
+        let format = platform.split('/').nth(2).unwrap();
+        for seed in 0..25 {
+            if format == "q8_0" || format == "q4_0" {
+                let r = audit_replay(&model, &refs, records, F16, seed);
+                dishonest += 1;
+                caught += usize::from(r.verdict.name() == "mismatch");
+                tokens_max = tokens_max.max(r.output_tokens);
+            }
+            let own = format!("*/llamacpp/{format}/*");
+            let r = audit_replay(&model, &refs, records, &own, seed);
+            honest += 1;
+            accused += usize::from(r.verdict.name() == "mismatch");
+            consistent += usize::from(r.verdict.name() == "consistent");
+        }
+    }
+    eprintln!(
+        "verify: F16 claimed, Q8_0/Q4_0 served: caught {caught}/{dishonest} within {tokens_max} output tokens; honest audits: {accused}/{honest} accused, {consistent} consistent"
+    );
+    assert!(caught as f64 >= 0.99 * dishonest as f64);
+    assert!(tokens_max <= 64);
+    assert!(honest >= 200);
+    assert_eq!(accused, 0, "an honest server was accused");
+
+    // The CLI over a dataset: exit 1 for a mismatch, naming the likely platform.
+    let q8 = strs(unseen[0])
+        .into_iter()
+        .find(|d| d.contains("Q8_0"))
+        .unwrap();
+    let unseen_s = strs(unseen[0]);
+    let mut args = vec![
+        "verify",
+        q8.as_str(),
+        "--classifier",
+        model_path.to_str().unwrap(),
+        "--claim",
+        F16,
+        "--references",
+    ];
+    args.extend(unseen_s.iter().map(String::as_str));
+    let r = run(&args);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("mismatch — most likely serving cpu-avx2/llamacpp-11434/q8_0"),
+        "{}",
+        r.stdout
+    );
+
+    // Live: an honest F16 server under concurrent load from another client.
+    let server = start("avx2", "F16");
+    let load_dir = tmp.join("background-load");
+    let mut load = Command::new(env!("CARGO_BIN_EXE_hspi"))
+        .args([
+            "collect",
+            "--endpoint",
+            &format!("{}/v1/chat/completions", server.url),
+            "--model",
+            "smollm2",
+            "--probes",
+            train[0][0].join("probes.json").to_str().unwrap(),
+            "--concurrency",
+            "3",
+            "--out",
+            load_dir.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let audit = |url: &str, out: &std::path::Path| {
+        let mut args = vec![
+            "audit",
+            "--json",
+            "--endpoint",
+            url,
+            "--model",
+            "smollm2",
+            "--probes",
+            prompts.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--claim",
+            F16,
+            "--classifier",
+            model_path.to_str().unwrap(),
+            "--max-tokens-total",
+            "64",
+            "--references",
+        ];
+        args.extend(unseen_s.iter().map(String::as_str));
+        run(&args)
+    };
+    let audit_dir = tmp.join("audit-f16");
+    let r = audit(&format!("{}/v1/chat/completions", server.url), &audit_dir);
+    let _ = load.wait();
+    assert_ne!(
+        r.code, 1,
+        "honest server under load accused: {}{}",
+        r.stdout, r.stderr
+    );
+    assert!(audit_dir.join("audit.json").exists() && audit_dir.join("audit.md").exists());
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    eprintln!(
+        "verify: honest F16 under concurrent load: {}",
+        report["verification"]["verdict"]["verdict"]
+    );
+
+    // A proxy that adds tiny noise to every logprob: tampered or inconclusive, never a platform.
+    for mode in [Noise::F64, Noise::F32Ulp] {
+        let proxy = NoiseProxy::start(&server.url, mode);
+        let out = tmp.join(format!("audit-proxy-{mode:?}"));
+        let r = audit(&format!("{}/v1/chat/completions", proxy.url), &out);
+        let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
+        let verdict = report["verification"]["verdict"]["verdict"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        eprintln!("verify: noise proxy ({mode:?}): {verdict}");
+        assert!(
+            verdict == "tampered" || verdict == "inconclusive",
+            "{}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Noise {
+    /// Multiply by (1 ± 1e-7) in f64 and print the f64: values no f32 computation gives.
+    F64,
+    /// Move each value one f32 ulp up or down, printed exactly: still f32, but the sampled
+    /// token's logprob no longer equals its own top-list entry.
+    F32Ulp,
+}
+
+struct NoiseProxy {
+    url: String,
+}
+
+impl NoiseProxy {
+    fn start(upstream: &str, mode: Noise) -> NoiseProxy {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", server.server_addr().to_ip().unwrap());
+        let upstream = upstream.to_string();
+        std::thread::spawn(move || {
+            let client = reqwest::blocking::Client::new();
+            let mut flip = 0u64;
+            for mut req in server.incoming_requests() {
+                let mut body = String::new();
+                let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
+                let answer = client
+                    .post(format!("{upstream}{}", req.url()))
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .and_then(|r| r.text())
+                    .unwrap_or_default();
+                let mut v: serde_json::Value = serde_json::from_str(&answer).unwrap_or_default();
+                perturb(&mut v, mode, &mut flip);
+                let out = serde_json::to_string(&v).unwrap();
+                let header =
+                    tiny_http::Header::from_bytes("content-type", "application/json").unwrap();
+                let _ = req.respond(tiny_http::Response::from_string(out).with_header(header));
+            }
+        });
+        NoiseProxy { url }
+    }
+}
+
+fn perturb(v: &mut serde_json::Value, mode: Noise, flip: &mut u64) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                match (k.as_str(), x.as_f64()) {
+                    ("logprob", Some(f)) => {
+                        *flip += 1;
+                        let up = *flip % 2 == 0;
+                        let noisy = match mode {
+                            Noise::F64 => f * if up { 1.0 + 1e-7 } else { 1.0 - 1e-7 },
+                            Noise::F32Ulp => {
+                                let b = (f as f32).to_bits();
+                                f64::from(f32::from_bits(if up {
+                                    b + 1
+                                } else {
+                                    b.saturating_sub(1)
+                                }))
+                            }
+                        };
+                        *x = serde_json::json!(noisy);
+                    }
+                    _ => perturb(x, mode, flip),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| perturb(x, mode, flip)),
+        _ => {}
+    }
 }

@@ -184,6 +184,18 @@ pub fn folds_by_group(groups: &[String], folds: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Above this many feature values, alpha is chosen on one held-out fold instead of all k: the
+/// full k-fold search on 10 000 x 3 200 takes five minutes here, one fold a minute.
+const LARGE: usize = 8_000_000;
+
+fn validation_rounds(x: &Array2<f64>, folds: usize) -> usize {
+    if x.len() > LARGE {
+        1
+    } else {
+        folds
+    }
+}
+
 /// Choose alpha by grouped k-fold validation, then fit on everything.
 pub fn train(
     x: &Array2<f64>,
@@ -203,7 +215,7 @@ pub fn train(
     };
     for &alpha in tried {
         let (mut right, mut total) = (0usize, 0usize);
-        for k in 0..params.folds {
+        for k in 0..validation_rounds(x, params.folds) {
             let train_idx: Vec<usize> = (0..y.len()).filter(|i| fold_of[*i] != k).collect();
             let test_idx: Vec<usize> = (0..y.len()).filter(|i| fold_of[*i] == k).collect();
             if test_idx.is_empty() || train_idx.is_empty() {

@@ -672,7 +672,7 @@ fn perturb(v: &mut serde_json::Value, mode: Noise, flip: &mut u64) {
                 match (k.as_str(), x.as_f64()) {
                     ("logprob", Some(f)) => {
                         *flip += 1;
-                        let up = *flip % 2 == 0;
+                        let up = (*flip).is_multiple_of(2);
                         let noisy = match mode {
                             Noise::F64 => f * if up { 1.0 + 1e-7 } else { 1.0 - 1e-7 },
                             Noise::F32Ulp => {

@@ -19,6 +19,20 @@ fn demo_runs_the_grid_and_an_audited_loopback_endpoint() {
         "{}",
         r.stdout
     );
+    // The demo audits its own loopback provider (serving bf16): a false claim is caught, the
+    // true one holds.
+    assert!(
+        r.stdout
+            .contains("claiming */candle/f32/*: mismatch — most likely serving cpu-avx2/candle-0.11.1/bf16/bs1")
+            || r.stdout.contains("claiming */candle/f32/*: mismatch — most likely serving cpu-avx512/candle-0.11.1/bf16/bs1"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("claiming */candle/bf16/*: consistent"),
+        "{}",
+        r.stdout
+    );
     ok(&[
         "dataset",
         "verify",

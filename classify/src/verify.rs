@@ -121,6 +121,10 @@ pub struct QueryEvidence {
     /// This answer's log-likelihood ratio, best alternative against best claimed class.
     pub llr: f64,
     pub cumulative_llr: f64,
+    /// Posterior over the model's classes after this answer (uniform prior), in
+    /// [`VerifyReport::classes`] order.
+    #[serde(default)]
+    pub posterior: Vec<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub integrity: Vec<String>,
 }
@@ -130,6 +134,9 @@ pub struct VerifyReport {
     pub claim: String,
     pub claimed: Vec<String>,
     pub alternatives: Vec<String>,
+    /// Every class of the model (`id platform`), the order of each evidence's posterior.
+    #[serde(default)]
+    pub classes: Vec<String>,
     pub verdict: Verdict,
     /// Probability the verdict is right under the model (1 − the error rate it was held to,
     /// or the posterior share when the budget ran out).
@@ -310,6 +317,10 @@ impl<'a> Verifier<'a> {
                 after - before
             },
             cumulative_llr: after,
+            posterior: crate::linear::log_softmax(&self.cumulative)
+                .iter()
+                .map(|v| v.exp())
+                .collect(),
             integrity: broken.iter().map(|s| s.to_string()).collect(),
         });
         self.verdict = self.decide();
@@ -415,6 +426,7 @@ impl<'a> Verifier<'a> {
                 .filter(|c| !self.claimed.contains(c))
                 .map(name)
                 .collect(),
+            classes: (0..self.model.classes.len()).map(name).collect(),
             verdict,
             confidence,
             log_likelihood_ratio: llr,

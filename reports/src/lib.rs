@@ -1,6 +1,13 @@
 //! Report models and exporters. One exporter per file.
 
-pub mod audit_report;
+pub mod bundle;
 pub mod eqc_table;
 pub mod eval_table;
+pub mod html;
 pub mod identification;
+pub mod json;
+pub mod markdown;
+pub mod pdf;
+pub mod report;
+pub mod svg;
+pub mod verification_table;

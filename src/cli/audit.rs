@@ -1,9 +1,9 @@
 //! `hspi audit`: verify a claim against an endpoint, identify what it serves from the same
-//! answers, and write the report (JSON and Markdown) next to the answers' dataset.
+//! answers, and write the report (JSON, Markdown, HTML) next to the answers' dataset.
 
 use std::process::ExitCode;
 
-use hspi_reports::audit_report::AuditReport;
+use hspi_reports::report::{Context, Report, Subject};
 
 use super::verify::{setup, verify_endpoint, EndpointTarget, VerifyArgs};
 use crate::printer;
@@ -17,37 +17,70 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.target.endpoint.endpoint.is_none() {
+    let report = audit_endpoint(&args.verify, &args.target)?;
+    printer::data(&if args.target.json {
+        hspi_reports::json::render(&report)
+    } else {
+        hspi_reports::markdown::render(&report)
+    });
+    Ok(ExitCode::from(report_exit(&report)))
+}
+
+/// Verify + identify against the endpoint, and write audit.json, audit.md and audit.html into
+/// the answers' dataset directory.
+pub fn audit_endpoint(v: &VerifyArgs, target: &EndpointTarget) -> anyhow::Result<Report> {
+    if target.endpoint.endpoint.is_none() {
         anyhow::bail!(
             "hspi audit needs --endpoint URL (to audit a collected dataset, use `hspi verify DIR`)"
         );
     }
-    let s = setup(&args.verify)?;
-    let collect = args.target.collect_args()?;
-    let (verification, records, spent) = verify_endpoint(&s, &args.verify, &collect)?;
+    let s = setup(v)?;
+    let collect = target.collect_args()?;
+    let (verification, records, spent) = verify_endpoint(&s, v, &collect)?;
     let refs: Vec<&hspi_datasets::Record> = records.iter().collect();
     let identification = s.model.identify(&refs, &s.references);
-    let report = AuditReport {
-        hspi_version: env!("CARGO_PKG_VERSION").into(),
+    let ctx = Context {
+        tool_version: env!("CARGO_PKG_VERSION").into(),
         created_unix: hspi_datasets::manifest::unix_now(),
-        endpoint: collect.endpoint.endpoint.clone().unwrap_or_default(),
-        model: collect.model.clone(),
-        claim: verification.claim.clone(),
-        classifier_id: s.model.id.clone(),
-        dataset: collect.out.display().to_string(),
+        subject: Subject {
+            endpoint: collect.endpoint.endpoint.clone(),
+            model: collect.model.clone(),
+            claim: Some(verification.claim.clone()),
+        },
+        spent,
+        atlas: super::verify::atlas(&s, v),
+    };
+    let report = Report::from_audit(
+        ctx,
         verification,
         identification,
-        spent,
-    };
-    let json = hspi_reports::audit_report::render_json(&report);
-    let md = hspi_reports::audit_report::render_markdown(&report);
-    std::fs::write(collect.out.join("audit.json"), &json)?;
-    std::fs::write(collect.out.join("audit.md"), &md)?;
+        collect.out.display().to_string(),
+    );
+    std::fs::write(
+        collect.out.join("audit.json"),
+        hspi_reports::json::render(&report),
+    )?;
+    std::fs::write(
+        collect.out.join("audit.md"),
+        hspi_reports::markdown::render(&report),
+    )?;
+    std::fs::write(
+        collect.out.join("audit.html"),
+        hspi_reports::html::render(&report),
+    )?;
     printer::status(&format!(
-        "audit written to {} and {}",
-        collect.out.join("audit.json").display(),
-        collect.out.join("audit.md").display()
+        "audit written to {dir}/audit.json, audit.md and audit.html (PDF: hspi report --from {dir}/audit.json --format pdf --out audit.pdf)",
+        dir = collect.out.display()
     ));
-    printer::data(&if args.target.json { json } else { md });
-    Ok(ExitCode::from(report.verification.verdict.exit_code()))
+    Ok(report)
+}
+
+pub fn report_exit(r: &Report) -> u8 {
+    match &r.evidence {
+        hspi_reports::report::Evidence::Audit { verification, .. }
+        | hspi_reports::report::Evidence::Verify { verification } => {
+            verification.verdict.exit_code()
+        }
+        _ => 0,
+    }
 }

@@ -156,8 +156,8 @@ fn demo_audit(out: &Path) -> anyhow::Result<()> {
             false_acceptance: 0.01,
             max_queries: 12,
             max_tokens_total: 96,
+            report: None,
         };
-        let s = super::verify::setup(&v)?;
         let target = super::verify::EndpointTarget {
             endpoint: super::collect_http::EndpointArgs {
                 endpoint: Some(url.clone()),
@@ -175,7 +175,15 @@ fn demo_audit(out: &Path) -> anyhow::Result<()> {
             force: true,
             json: false,
         };
-        let (report, _, spent) = super::verify::verify_endpoint(&s, &v, &target.collect_args()?)?;
+        let audit = super::audit::audit_endpoint(&v, &target)?;
+        let hspi_reports::report::Evidence::Audit {
+            verification: report,
+            ..
+        } = &audit.evidence
+        else {
+            unreachable!("audit_endpoint writes audit reports")
+        };
+        let spent = &audit.spent;
         let detail = match &report.verdict {
             hspi_classify::verify::Verdict::Mismatch {
                 likely_platform, ..

@@ -35,6 +35,9 @@ pub struct Args {
     /// Print JSON instead of Markdown.
     #[arg(long)]
     pub json: bool,
+    /// Also write the report model (JSON, for `hspi report`) to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -87,6 +90,39 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .zip(transfer_refs.as_ref())
             .map(|(t, r)| (&t.records[..], r, t.model.id.clone())),
     })?;
+    if let Some(path) = &args.report {
+        let ctx = hspi_reports::report::Context {
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            created_unix: hspi_datasets::manifest::unix_now(),
+            subject: hspi_reports::report::Subject {
+                endpoint: None,
+                model: train.model.id.clone(),
+                claim: None,
+            },
+            spent: hspi_reports::report::Spent {
+                queries: report.test_samples as u64,
+                requests: 0,
+                output_tokens: 0,
+                cost: 0.0,
+            },
+            atlas: hspi_reports::report::Atlas {
+                classifier_id: None,
+                classes: report
+                    .classes
+                    .iter()
+                    .map(|c| format!("{} {}", c.id, c.members.join(" = ")))
+                    .collect(),
+                references: args
+                    .features
+                    .references
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect(),
+            },
+        };
+        let r = hspi_reports::report::Report::from_eval(ctx, report.clone());
+        std::fs::write(path, hspi_reports::json::render(&r))?;
+    }
     printer::data(&if args.json {
         hspi_reports::eval_table::render_json(&report)
     } else {

@@ -27,6 +27,9 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write the report model (JSON, for `hspi report`) to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -52,6 +55,38 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             model.identify(&records[..n], &references)
         })
         .collect();
+    if let Some(path) = &args.report {
+        let ctx = hspi_reports::report::Context {
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            created_unix: hspi_datasets::manifest::unix_now(),
+            subject: hspi_reports::report::Subject {
+                endpoint: None,
+                model: data.model.id.clone(),
+                claim: None,
+            },
+            spent: hspi_reports::report::Spent {
+                queries: ids.iter().map(|i| i.queries as u64).sum(),
+                requests: ids.iter().map(|i| i.queries as u64).sum(),
+                output_tokens: ids.iter().map(|i| i.output_tokens).sum(),
+                cost: 0.0,
+            },
+            atlas: hspi_reports::report::Atlas {
+                classifier_id: Some(model.id.clone()),
+                classes: model
+                    .classes
+                    .iter()
+                    .map(|c| format!("{} {}", c.id, c.members.join(" = ")))
+                    .collect(),
+                references: args
+                    .references
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect(),
+            },
+        };
+        let r = hspi_reports::report::Report::from_identify(ctx, ids.clone());
+        std::fs::write(path, hspi_reports::json::render(&r))?;
+    }
     printer::data(&if args.json {
         hspi_reports::identification::render_json(&ids)
     } else {

@@ -1,6 +1,7 @@
 mod audit;
 mod border;
 mod border_prompts;
+mod bundle;
 mod classifier;
 mod collect;
 mod collect_http;
@@ -12,6 +13,7 @@ mod fetch;
 mod identify;
 mod platforms;
 mod probe;
+mod report;
 mod serve;
 mod train;
 mod verify;
@@ -52,6 +54,11 @@ enum Command {
     Verify(Box<verify::Args>),
     /// Verify a claim against an endpoint, identify what it serves, and write the report.
     Audit(Box<audit::Args>),
+    /// Render a report (from audit, or verify/identify/eval --report) as html, pdf, md or json.
+    Report(report::Args),
+    /// Signed evidence bundles: keygen, sign, verify.
+    #[command(subcommand)]
+    Bundle(bundle::Command),
     /// Dataset utilities.
     #[command(subcommand)]
     Dataset(dataset::Command),
@@ -79,6 +86,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(a) => eval::run(*a),
         Command::Verify(a) => verify::run(*a),
         Command::Audit(a) => audit::run(*a),
+        Command::Report(a) => report::run(a),
+        Command::Bundle(c) => bundle::run(c),
         Command::Dataset(c) => dataset::run(c),
         Command::Probe(c) => probe::run(c),
         Command::Fetch(a) => fetch::run(a),

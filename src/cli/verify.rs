@@ -38,6 +38,27 @@ pub struct VerifyArgs {
     /// Stop (inconclusive) before the answers' output tokens exceed this.
     #[arg(long, default_value_t = 256)]
     pub max_tokens_total: u64,
+    /// Also write the report model (JSON, for `hspi report`) to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+/// The reference knowledge behind a verdict, for reports.
+pub fn atlas(s: &Setup, v: &VerifyArgs) -> hspi_reports::report::Atlas {
+    hspi_reports::report::Atlas {
+        classifier_id: Some(s.model.id.clone()),
+        classes: s
+            .model
+            .classes
+            .iter()
+            .map(|c| format!("{} {}", c.id, c.members.join(" = ")))
+            .collect(),
+        references: v
+            .references
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect(),
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -133,7 +154,7 @@ pub fn verify_endpoint(
     s: &Setup,
     v: &VerifyArgs,
     c: &super::collect::Args,
-) -> anyhow::Result<(VerifyReport, Vec<Record>, hspi_reports::audit_report::Spent)> {
+) -> anyhow::Result<(VerifyReport, Vec<Record>, hspi_reports::report::Spent)> {
     let mut session = open_endpoint(c)?;
     if !s.model.model.id.eq_ignore_ascii_case(&c.model) {
         printer::status(&format!(
@@ -194,7 +215,8 @@ pub fn verify_endpoint(
     }
     session.writer.finish()?;
     let spent = session.budget.spent();
-    let spent = hspi_reports::audit_report::Spent {
+    let spent = hspi_reports::report::Spent {
+        queries: records.len() as u64,
         requests: spent.requests,
         output_tokens: spent.output_tokens,
         cost: spent.cost,
@@ -278,15 +300,45 @@ pub fn render_text(r: &VerifyReport) -> String {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let s = setup(&args.verify)?;
-    let report = if args.target.endpoint.endpoint.is_some() {
-        verify_endpoint(&s, &args.verify, &args.target.collect_args()?)?.0
+    let (report, subject, spent) = if args.target.endpoint.endpoint.is_some() {
+        let (report, _, spent) = verify_endpoint(&s, &args.verify, &args.target.collect_args()?)?;
+        let subject = hspi_reports::report::Subject {
+            endpoint: args.target.endpoint.endpoint.clone(),
+            model: args.target.model.clone(),
+            claim: Some(report.claim.clone()),
+        };
+        (report, subject, spent)
     } else {
         if args.datasets.is_empty() {
             bail!("nothing to verify: give datasets of the target's answers, or --endpoint URL --model NAME --probes FILE --out DIR");
         }
         let data = load(&args.datasets)?;
-        verify_records(&s, &args.verify, &data.records)?
+        let report = verify_records(&s, &args.verify, &data.records)?;
+        let subject = hspi_reports::report::Subject {
+            endpoint: data.records.first().map(|r| r.target.clone()),
+            model: data.model.id.clone(),
+            claim: Some(report.claim.clone()),
+        };
+        let spent = hspi_reports::report::Spent {
+            queries: report.queries as u64,
+            requests: report.queries as u64,
+            output_tokens: report.output_tokens,
+            cost: 0.0,
+        };
+        (report, subject, spent)
     };
+    if let Some(path) = &args.verify.report {
+        let ctx = hspi_reports::report::Context {
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            created_unix: hspi_datasets::manifest::unix_now(),
+            subject,
+            spent,
+            atlas: atlas(&s, &args.verify),
+        };
+        let r = hspi_reports::report::Report::from_verify(ctx, report.clone());
+        std::fs::write(path, hspi_reports::json::render(&r))
+            .with_context(|| format!("writing the report to {}", path.display()))?;
+    }
     printer::data(&if args.target.json {
         serde_json::to_string_pretty(&report)?
     } else {

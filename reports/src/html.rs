@@ -1,0 +1,156 @@
+//! Self-contained HTML exporter: inline CSS and SVG, no scripts, no external assets; the first
+//! screen is the executive summary, the evidence follows as appendices; readable when printed.
+
+use crate::report::{Evidence, Report};
+use crate::svg::{self, escape};
+
+const STYLE: &str = "body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}h1{font-size:1.6rem}h2{border-bottom:1px solid #ccc;padding-bottom:.2rem;margin-top:2rem}.summary{border:2px solid #444;border-radius:8px;padding:1rem 1.4rem;background:#fafafa}.verdict{font-size:1.5rem;font-weight:bold;text-transform:uppercase}.consistent,.identified,.evaluated{color:#1a7f37}.mismatch,.tampered{color:#b42318}.unknown,.inconclusive{color:#9a6700}table{border-collapse:collapse;margin:.6rem 0}td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:left;font-size:.9rem}figure{margin:1rem 0}figcaption{font-size:.85rem;color:#555}code{font-size:.9em}@media print{body{margin:0;max-width:none}.appendix{break-before:page}}";
+
+fn row(k: &str, v: &str) -> String {
+    format!("<tr><th>{}</th><td>{}</td></tr>", escape(k), v)
+}
+
+pub fn render(r: &Report) -> String {
+    let title = r
+        .subject
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| r.subject.model.clone());
+    let verdict_class = r
+        .summary
+        .verdict
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let mut s = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>hspi report: {t}</title><style>{STYLE}</style></head><body>",
+        t = escape(&title)
+    );
+    s.push_str(&format!("<h1>hspi report: {}</h1>", escape(&title)));
+    s.push_str("<section class=\"summary\" id=\"summary\"><h2>Summary</h2>");
+    s.push_str(&format!(
+        "<p class=\"verdict {verdict_class}\">{}</p><p>{}</p><table>",
+        escape(&r.summary.verdict),
+        escape(&r.summary.finding)
+    ));
+    s.push_str(&row("Model", &escape(&r.subject.model)));
+    if let Some(c) = &r.subject.claim {
+        s.push_str(&row(
+            "Claimed platform",
+            &format!("<code>{}</code>", escape(c)),
+        ));
+    }
+    if let Some(c) = r.summary.confidence {
+        s.push_str(&row("How sure", &format!("{:.1} %", c * 100.0)));
+    }
+    s.push_str(&row(
+        "What it cost",
+        &format!(
+            "{} queries, {} requests, {} output tokens, {:.6} in API charges",
+            r.spent.queries, r.spent.requests, r.spent.output_tokens, r.spent.cost
+        ),
+    ));
+    s.push_str(&row("What to do next", &escape(&r.summary.next_step)));
+    s.push_str(&row("Date", &escape(&r.created)));
+    s.push_str(&row("Tool", &escape(&r.tool)));
+    s.push_str("</table></section>");
+
+    s.push_str("<section class=\"appendix\"><h2>Appendix A: evidence</h2>");
+    match &r.evidence {
+        Evidence::Audit {
+            verification,
+            identification,
+            dataset,
+        } => {
+            s.push_str(&svg::posterior_chart(verification));
+            s.push_str(&svg::evidence_chart(verification));
+            s.push_str(&verification_table(verification));
+            s.push_str(&format!(
+                "<p>Every answer received is kept in <code>{}</code>.</p>",
+                escape(dataset)
+            ));
+            s.push_str(&svg::posterior_bars(identification));
+        }
+        Evidence::Verify { verification } => {
+            s.push_str(&svg::posterior_chart(verification));
+            s.push_str(&svg::evidence_chart(verification));
+            s.push_str(&verification_table(verification));
+        }
+        Evidence::Identify { identifications } => {
+            for id in identifications {
+                s.push_str(&svg::posterior_bars(id));
+            }
+        }
+        Evidence::Eval { eval } => {
+            s.push_str(&svg::accuracy_chart(eval));
+            s.push_str(&svg::confusion_heatmap(eval));
+            s.push_str("<table><tr><th>class</th><th>platform</th><th>correct</th></tr>");
+            for c in &eval.hspi.per_class {
+                s.push_str(&format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}/{}</td></tr>",
+                    escape(&c.class),
+                    escape(&c.name),
+                    c.correct,
+                    c.total
+                ));
+            }
+            s.push_str("</table>");
+        }
+    }
+    s.push_str("</section><section class=\"appendix\"><h2>Appendix B: reference atlas</h2>");
+    if let Some(id) = &r.atlas.classifier_id {
+        s.push_str(&format!("<p>Classifier <code>{}</code>.</p>", escape(id)));
+    }
+    s.push_str("<ul>");
+    for c in &r.atlas.classes {
+        s.push_str(&format!("<li>{}</li>", escape(c)));
+    }
+    s.push_str("</ul>");
+    if !r.atlas.references.is_empty() {
+        s.push_str("<p>References (hspi's own recomputation):</p><ul>");
+        for c in &r.atlas.references {
+            s.push_str(&format!("<li><code>{}</code></li>", escape(c)));
+        }
+        s.push_str("</ul>");
+    }
+    s.push_str("</section><section class=\"appendix\"><h2>Appendix C: methodology and limitations</h2><ul>");
+    for m in &r.methodology {
+        s.push_str(&format!("<li>{}</li>", escape(m)));
+    }
+    s.push_str("</ul><h3>Limitations</h3><ul>");
+    for l in &r.limitations {
+        s.push_str(&format!("<li>{}</li>", escape(l)));
+    }
+    s.push_str("</ul></section></body></html>\n");
+    s
+}
+
+fn verification_table(v: &hspi_classify::verify::VerifyReport) -> String {
+    let mut s = format!(
+        "<p>Claim <code>{}</code> ({}); log-likelihood ratio {:.2} (mismatch at ≥ {:.2}, consistent at ≤ {:.2}).</p><table><tr><th>#</th><th>probe</th><th>evidence</th><th>llr</th><th>total</th><th>nearest</th></tr>",
+        escape(&v.claim),
+        escape(&v.claimed.join(", ")),
+        v.log_likelihood_ratio,
+        v.thresholds.0,
+        v.thresholds.1
+    );
+    for (i, e) in v.evidence.iter().enumerate() {
+        let altered = if e.integrity.is_empty() {
+            String::new()
+        } else {
+            format!(" (altered: {})", escape(&e.integrity.join("; ")))
+        };
+        s.push_str(&format!(
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}{altered}</td><td>{:+.2}</td><td>{:+.2}</td><td>{}</td></tr>",
+            i + 1,
+            escape(&e.probe[..e.probe.len().min(12)]),
+            escape(&e.method),
+            e.llr,
+            e.cumulative_llr,
+            escape(&e.nearest)
+        ));
+    }
+    s.push_str("</table>");
+    s
+}

@@ -1,0 +1,74 @@
+//! Markdown exporter: summary first, then the evidence tables.
+
+use crate::report::{Evidence, Report};
+
+fn pct(v: f64) -> String {
+    format!("{:.1} %", v * 100.0)
+}
+
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let title = r
+        .subject
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| r.subject.model.clone());
+    s.push_str(&format!("# hspi report: {title}\n\n## Summary\n\n"));
+    s.push_str(&format!(
+        "**{}** — {}\n\n",
+        r.summary.verdict, r.summary.finding
+    ));
+    s.push_str("| | |\n|---|---|\n");
+    s.push_str(&format!("| model | {} |\n", r.subject.model));
+    if let Some(c) = &r.subject.claim {
+        s.push_str(&format!("| claim | `{c}` |\n"));
+    }
+    if let Some(c) = r.summary.confidence {
+        s.push_str(&format!("| confidence | {} |\n", pct(c)));
+    }
+    s.push_str(&format!(
+        "| spent | {} queries, {} requests, {} output tokens, cost {:.6} |\n| next step | {} |\n| date | {} |\n| tool | {} |\n\n",
+        r.spent.queries, r.spent.requests, r.spent.output_tokens, r.spent.cost, r.summary.next_step, r.created, r.tool
+    ));
+    match &r.evidence {
+        Evidence::Audit {
+            verification,
+            identification,
+            dataset,
+        } => {
+            s.push_str(&crate::verification_table::markdown(verification));
+            s.push_str(&format!("\nAnswers kept in `{dataset}`.\n\n## Identification from the same answers\n\n| class | platform | probability |\n|---|---|---|\n"));
+            for p in identification.posterior.iter().take(5) {
+                s.push_str(&format!(
+                    "| {} | {} | {:.4} |\n",
+                    p.class, p.name, p.probability
+                ));
+            }
+        }
+        Evidence::Verify { verification } => {
+            s.push_str(&crate::verification_table::markdown(verification))
+        }
+        Evidence::Identify { identifications } => {
+            s.push_str("## Identifications\n\n");
+            s.push_str(&crate::identification::render_text(identifications));
+        }
+        Evidence::Eval { eval } => s.push_str(&crate::eval_table::render_markdown(eval)),
+    }
+    s.push_str("\n## Reference atlas\n\n");
+    if let Some(id) = &r.atlas.classifier_id {
+        s.push_str(&format!("Classifier `{id}`; "));
+    }
+    s.push_str(&format!("{} known classes:\n\n", r.atlas.classes.len()));
+    for c in &r.atlas.classes {
+        s.push_str(&format!("- {c}\n"));
+    }
+    s.push_str("\n## Methodology\n\n");
+    for m in &r.methodology {
+        s.push_str(&format!("- {m}\n"));
+    }
+    s.push_str("\n## Limitations\n\n");
+    for l in &r.limitations {
+        s.push_str(&format!("- {l}\n"));
+    }
+    s
+}

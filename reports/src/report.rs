@@ -1,0 +1,288 @@
+//! The report model (schema `hspi-report/1`): what `audit`, `verify`, `identify` and `eval`
+//! produce and every exporter reads. The summary speaks to a reader who is not an engineer; the
+//! evidence section keeps everything an engineer needs to re-check it.
+
+use hspi_classify::evaluate::EvalReport;
+use hspi_classify::verify::{Verdict, VerifyReport};
+use hspi_classify::{Decision, Identification};
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA: &str = "hspi-report/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spent {
+    pub queries: u64,
+    pub requests: u64,
+    pub output_tokens: u64,
+    pub cost: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Subject {
+    pub endpoint: Option<String>,
+    pub model: String,
+    pub claim: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// One sentence: what was found.
+    pub finding: String,
+    /// consistent / mismatch / unknown platform / inconclusive / tampered / identified / evaluated.
+    pub verdict: String,
+    pub confidence: Option<f64>,
+    /// What the reader should do next.
+    pub next_step: String,
+}
+
+/// The reference knowledge the finding rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Atlas {
+    pub classifier_id: Option<String>,
+    /// Known classes (EQCs): `id platform`.
+    pub classes: Vec<String>,
+    /// Datasets of hspi's own recomputation used as references.
+    pub references: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Evidence {
+    Audit {
+        verification: VerifyReport,
+        identification: Identification,
+        /// Dataset directory holding every answer received.
+        dataset: String,
+    },
+    Verify {
+        verification: VerifyReport,
+    },
+    Identify {
+        identifications: Vec<Identification>,
+    },
+    Eval {
+        eval: EvalReport,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub tool: String,
+    pub created_unix: u64,
+    /// UTC, ISO 8601.
+    pub created: String,
+    pub subject: Subject,
+    pub summary: Summary,
+    pub spent: Spent,
+    pub atlas: Atlas,
+    pub methodology: Vec<String>,
+    pub limitations: Vec<String>,
+    pub evidence: Evidence,
+}
+
+/// Everything a report needs besides its evidence.
+pub struct Context {
+    pub tool_version: String,
+    pub created_unix: u64,
+    pub subject: Subject,
+    pub spent: Spent,
+    pub atlas: Atlas,
+}
+
+pub fn iso_date(unix: u64) -> String {
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), UTC.
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+const METHOD_VERIFY: &str = "Each answer's low-order bits are compared with hspi's own recomputation of the same prompt on reference platforms; an answer identical bit for bit to one platform's counts for it, any other is scored by a trained classifier. A sequential likelihood-ratio test (Wald's thresholds for 1 % false accusation and 1 % false acceptance, at most 3 nats per answer) stops as soon as the evidence suffices.";
+const METHOD_INTEGRITY: &str = "Answers are checked for values no known engine produces (logprobs that are not exact f32 numbers, a sampled token whose logprob differs from its own top-list entry, unsorted lists, positive logprobs): any such answer means the values were altered after they were computed.";
+const METHOD_CLASSIFY: &str = "Platforms whose answers are bit-identical on every probe form one equivalence class (EQC); the classifier (multinomial logistic regression, regularisation chosen by probe-grouped cross-validation) names EQCs, never platforms it cannot tell apart, and calls answers unlike every known class 'unknown platform'.";
+const LIMIT_ATLAS: &str = "Only platforms in the reference atlas can be named; a platform never collected can at best be reported as unknown.";
+const LIMIT_BATCH: &str = "Servers batching concurrent requests answer with other bits (measured on llama.cpp for F32 and F16); claims should leave the batch size open unless the atlas holds the loaded platform.";
+const LIMIT_MODEL: &str = "The error rates hold under the classifier's model of each platform; they are targets, not guarantees against an adversary who knows the method.";
+
+impl Report {
+    fn new(
+        ctx: Context,
+        summary: Summary,
+        evidence: Evidence,
+        methodology: &[&str],
+        limitations: &[&str],
+    ) -> Report {
+        Report {
+            schema: SCHEMA.into(),
+            tool: format!("hspi {}", ctx.tool_version),
+            created_unix: ctx.created_unix,
+            created: iso_date(ctx.created_unix),
+            subject: ctx.subject,
+            summary,
+            spent: ctx.spent,
+            atlas: ctx.atlas,
+            methodology: methodology.iter().map(|s| s.to_string()).collect(),
+            limitations: limitations.iter().map(|s| s.to_string()).collect(),
+            evidence,
+        }
+    }
+
+    pub fn from_audit(
+        ctx: Context,
+        verification: VerifyReport,
+        identification: Identification,
+        dataset: String,
+    ) -> Report {
+        let summary = verify_summary(&verification);
+        Report::new(
+            ctx,
+            summary,
+            Evidence::Audit {
+                verification,
+                identification,
+                dataset,
+            },
+            &[METHOD_VERIFY, METHOD_INTEGRITY, METHOD_CLASSIFY],
+            &[LIMIT_ATLAS, LIMIT_BATCH, LIMIT_MODEL],
+        )
+    }
+
+    pub fn from_verify(ctx: Context, verification: VerifyReport) -> Report {
+        let summary = verify_summary(&verification);
+        Report::new(
+            ctx,
+            summary,
+            Evidence::Verify { verification },
+            &[METHOD_VERIFY, METHOD_INTEGRITY],
+            &[LIMIT_ATLAS, LIMIT_BATCH, LIMIT_MODEL],
+        )
+    }
+
+    pub fn from_identify(ctx: Context, identifications: Vec<Identification>) -> Report {
+        let named: Vec<String> = identifications
+            .iter()
+            .map(|i| match &i.decision {
+                Decision::Identified { name, .. } => format!("{} serves {name}", i.target),
+                Decision::OneOf { classes } => {
+                    format!("{} serves one of {}", i.target, classes.join(", "))
+                }
+                Decision::Unknown { .. } => format!("{} serves an unknown platform", i.target),
+            })
+            .collect();
+        let unknown = identifications
+            .iter()
+            .any(|i| matches!(i.decision, Decision::Unknown { .. }));
+        let summary = Summary {
+            finding: named.join("; "),
+            verdict: if unknown {
+                "unknown platform"
+            } else {
+                "identified"
+            }
+            .into(),
+            confidence: identifications
+                .iter()
+                .filter_map(|i| i.posterior.first().map(|p| p.probability))
+                .reduce(f64::min),
+            next_step: if unknown {
+                "Collect a reference dataset for the platform the provider names and identify again.".into()
+            } else {
+                "Compare the identified platform with the contract; run `hspi audit` with the contracted claim.".into()
+            },
+        };
+        Report::new(
+            ctx,
+            summary,
+            Evidence::Identify { identifications },
+            &[METHOD_CLASSIFY],
+            &[LIMIT_ATLAS, LIMIT_MODEL],
+        )
+    }
+
+    pub fn from_eval(ctx: Context, eval: EvalReport) -> Report {
+        let best = eval
+            .hspi
+            .by_queries
+            .points
+            .iter()
+            .map(|p| p.1)
+            .fold(0.0, f64::max);
+        let summary = Summary {
+            finding: format!(
+                "On probes unseen in training, hspi names the platform class right {:.1} % of the time from one query and {:.1} % at best ({} classes; random guessing {:.1} %).",
+                eval.hspi.single_query * 100.0,
+                best * 100.0,
+                eval.classes.len(),
+                eval.random_guess * 100.0
+            ),
+            verdict: "evaluated".into(),
+            confidence: Some(eval.hspi.single_query),
+            next_step: "Use the query count where accuracy reaches the level you need as the audit budget.".into(),
+        };
+        Report::new(
+            ctx,
+            summary,
+            Evidence::Eval { eval },
+            &[METHOD_CLASSIFY],
+            &[LIMIT_ATLAS, LIMIT_MODEL],
+        )
+    }
+}
+
+fn verify_summary(v: &VerifyReport) -> Summary {
+    let claimed = v.claimed.join(", ");
+    let (finding, next_step) = match &v.verdict {
+        Verdict::Consistent => (
+            format!("The endpoint's answers are consistent with the claim {} ({claimed}).", v.claim),
+            "No action needed; repeat the audit periodically.".to_string(),
+        ),
+        Verdict::Mismatch { likely_platform, .. } => (
+            format!("The endpoint does not serve what is claimed ({}): its answers point to {likely_platform}.", v.claim),
+            "Raise the finding with the provider, attaching the signed evidence bundle.".to_string(),
+        ),
+        Verdict::UnknownPlatform { reason } => (
+            format!("The endpoint serves a platform unlike every one hspi knows: {reason}."),
+            "Ask the provider which platform serves the model, collect a reference for it, and audit again.".to_string(),
+        ),
+        Verdict::Inconclusive { reason } => (
+            format!("The evidence did not suffice for a verdict: {reason}."),
+            "Audit again with a larger budget (--max-queries, --max-tokens-total).".to_string(),
+        ),
+        Verdict::Tampered { reason } => (
+            format!("The answers were altered after they were computed: {reason}."),
+            "Treat the endpoint's logprobs as untrustworthy; raise it with the provider.".to_string(),
+        ),
+    };
+    Summary {
+        finding,
+        verdict: v.verdict.name().into(),
+        confidence: Some(v.confidence),
+        next_step,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(iso_date(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso_date(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(iso_date(1_795_305_600 + 3661), "2026-11-22T01:01:01Z");
+    }
+}

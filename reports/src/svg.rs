@@ -39,6 +39,17 @@ fn axes(x_label: &str, y_label: &str) -> String {
     )
 }
 
+/// Tick labels 0, 0.5 and 1 on a probability axis.
+fn unit_ticks() -> String {
+    [0.0, 0.5, 1.0]
+        .iter()
+        .map(|v| {
+            let y = sy(*v, 0.0, 1.0);
+            format!(r##"<line x1="{a}" y1="{y:.1}" x2="{PAD}" y2="{y:.1}" stroke="#333"/><text x="{t}" y="{ty:.1}" font-size="10" text-anchor="end">{v}</text>"##, a = PAD - 4.0, t = PAD - 6.0, ty = y + 3.0)
+        })
+        .collect()
+}
+
 fn sx(i: f64, n: f64) -> f64 {
     PAD + (W - 2.0 * PAD) * if n <= 1.0 { 0.5 } else { i / (n - 1.0) }
 }
@@ -57,6 +68,7 @@ pub fn posterior_chart(v: &VerifyReport) -> String {
     let mut order: Vec<usize> = (0..last.posterior.len()).collect();
     order.sort_by(|a, b| last.posterior[*b].total_cmp(&last.posterior[*a]));
     let mut body = axes("queries spent", "probability");
+    body.push_str(&unit_ticks());
     for (k, c) in order.iter().take(4).enumerate() {
         let pts: Vec<String> = v
             .evidence
@@ -153,6 +165,7 @@ pub fn accuracy_chart(e: &EvalReport) -> String {
         return String::new();
     }
     let mut body = axes("queries per decision", "accuracy");
+    body.push_str(&unit_ticks());
     let mut series = vec![("hspi", pts.clone())];
     if let Some(b) = &e.baseline {
         series.push(("HSPI baseline", b.by_queries.points.clone()));

@@ -196,7 +196,63 @@ fn white_box_identifies_every_class_on_unseen_probes_and_flags_held_out_ones() {
     let r = run(&["identify", "-m", altered.to_str().unwrap(), test]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("altered"), "{}", r.stderr);
+    // Records of another model, or a corrupt shard: a clear error, no verdict.
+    let lm = tmp.path().join("lm");
+    ok(&[
+        "collect",
+        "--model",
+        "tiny-lm",
+        "--probes",
+        "4",
+        "--out",
+        lm.to_str().unwrap(),
+    ]);
+    let r = run(&[
+        "identify",
+        "-m",
+        m,
+        lm.to_str().unwrap(),
+        "--references",
+        lm.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("trained on model cnn-digits"),
+        "{}",
+        r.stderr
+    );
+    let corrupt = tmp.path().join("corrupt");
+    copy_dir(std::path::Path::new(test), &corrupt);
+    let shard = corrupt.join("records/shard-000000.jsonl");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[200] = if bytes[200] == b'A' { b'B' } else { b'A' };
+    std::fs::write(&shard, bytes).unwrap();
+    let r = run(&[
+        "identify",
+        "-m",
+        m,
+        corrupt.to_str().unwrap(),
+        "--references",
+        test,
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("shard-000000.jsonl"), "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "no verdict from a corrupt dataset");
+
     let r = run(&["identify", "-m", m, test]);
     assert_eq!(r.code, 1, "no references: unknown, not a guess");
     assert!(r.stdout.contains("no reference answers"), "{}", r.stdout);
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
 }

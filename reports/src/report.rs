@@ -39,10 +39,27 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Atlas {
     pub classifier_id: Option<String>,
-    /// Known classes (EQCs): `id platform`.
+    /// Known classes (EQCs): `id platform[ = platform…]`.
     pub classes: Vec<String>,
     /// Datasets of hspi's own recomputation used as references.
     pub references: Vec<String>,
+}
+
+impl Atlas {
+    pub fn new(
+        classifier_id: Option<String>,
+        classes: &[hspi_classify::model::ClassLabel],
+        references: &[std::path::PathBuf],
+    ) -> Atlas {
+        Atlas {
+            classifier_id,
+            classes: classes
+                .iter()
+                .map(|c| format!("{} {}", c.id, c.members.join(" = ")))
+                .collect(),
+            references: references.iter().map(|r| r.display().to_string()).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -105,20 +105,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 output_tokens: 0,
                 cost: 0.0,
             },
-            atlas: hspi_reports::report::Atlas {
-                classifier_id: None,
-                classes: report
-                    .classes
-                    .iter()
-                    .map(|c| format!("{} {}", c.id, c.members.join(" = ")))
-                    .collect(),
-                references: args
-                    .features
-                    .references
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect(),
-            },
+            atlas: hspi_reports::report::Atlas::new(
+                None,
+                &report.classes,
+                &args.features.references,
+            ),
         };
         let r = hspi_reports::report::Report::from_eval(ctx, report.clone());
         std::fs::write(path, hspi_reports::json::render(&r))?;

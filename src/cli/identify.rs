@@ -70,19 +70,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 output_tokens: ids.iter().map(|i| i.output_tokens).sum(),
                 cost: 0.0,
             },
-            atlas: hspi_reports::report::Atlas {
-                classifier_id: Some(model.id.clone()),
-                classes: model
-                    .classes
-                    .iter()
-                    .map(|c| format!("{} {}", c.id, c.members.join(" = ")))
-                    .collect(),
-                references: args
-                    .references
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect(),
-            },
+            atlas: hspi_reports::report::Atlas::new(
+                Some(model.id.clone()),
+                &model.classes,
+                &args.references,
+            ),
         };
         let r = hspi_reports::report::Report::from_identify(ctx, ids.clone());
         std::fs::write(path, hspi_reports::json::render(&r))?;

@@ -45,20 +45,7 @@ pub struct VerifyArgs {
 
 /// The reference knowledge behind a verdict, for reports.
 pub fn atlas(s: &Setup, v: &VerifyArgs) -> hspi_reports::report::Atlas {
-    hspi_reports::report::Atlas {
-        classifier_id: Some(s.model.id.clone()),
-        classes: s
-            .model
-            .classes
-            .iter()
-            .map(|c| format!("{} {}", c.id, c.members.join(" = ")))
-            .collect(),
-        references: v
-            .references
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect(),
-    }
+    hspi_reports::report::Atlas::new(Some(s.model.id.clone()), &s.model.classes, &v.references)
 }
 
 #[derive(Debug, clap::Args)]

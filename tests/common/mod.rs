@@ -1,6 +1,7 @@
 #![allow(dead_code)]
 
 pub mod fake;
+pub mod llama;
 
 use std::path::Path;
 use std::process::{Command, Output};

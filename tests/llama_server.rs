@@ -492,7 +492,7 @@ fn verification(
     let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     eprintln!(
         "verify: honest F16 under concurrent load: {}",
-        report["verification"]["verdict"]["verdict"]
+        report["summary"]["verdict"]
     );
 
     // A proxy that adds tiny noise to every logprob: tampered or inconclusive, never a platform.
@@ -501,7 +501,7 @@ fn verification(
         let out = tmp.join(format!("audit-proxy-{mode:?}"));
         let r = audit(&format!("{}/v1/chat/completions", proxy.url), &out);
         let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
-        let verdict = report["verification"]["verdict"]["verdict"]
+        let verdict = report["summary"]["verdict"]
             .as_str()
             .unwrap_or("")
             .to_string();

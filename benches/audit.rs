@@ -9,7 +9,6 @@
 //! Border-probe time per EQC pair has its own bench: `cargo bench -p hspi-collect --bench border_pair`.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::path::{Path, PathBuf};

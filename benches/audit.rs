@@ -6,6 +6,7 @@
 //!  2. collector overhead: `hspi collect` against a bare client sending the same requests to the
 //!     same llama-server;
 //!  3. training: hspi's classifier against scikit-learn's LogisticRegression on the same features.
+//!
 //! Border-probe time per EQC pair has its own bench: `cargo bench -p hspi-collect --bench border_pair`.
 
 #[path = "../tests/common/mod.rs"]

@@ -5,6 +5,8 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum CollectError {
+    #[error("plan {path}: {reason}")]
+    Plan { path: String, reason: String },
     #[error(transparent)]
     Dataset(#[from] DatasetError),
     #[error("candle: {0}")]

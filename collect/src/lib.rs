@@ -1,5 +1,6 @@
 //! Models, backends, targets and the collector.
 
+pub mod atlas;
 pub mod backend;
 pub mod border;
 pub mod collector;

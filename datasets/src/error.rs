@@ -13,6 +13,8 @@ pub struct PlatformParseError {
 
 #[derive(Debug, Error)]
 pub enum DatasetError {
+    #[error("cannot merge shard {shard}: {reason}", shard = .shard.display())]
+    Merge { shard: PathBuf, reason: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

@@ -34,8 +34,20 @@ pub struct Args {
     #[arg(long)]
     pub weights: Option<PathBuf>,
     /// Output dataset directory.
-    #[arg(long)]
+    #[arg(
+        long,
+        required_unless_present = "plan",
+        default_value = ".",
+        hide_default_value = true
+    )]
     pub out: PathBuf,
+    /// Collect one shard of an atlas plan (`hspi atlas plan`) into the plan's shard directory,
+    /// resuming what is there; --model, --platforms, --probes and --out come from the plan.
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    /// The shard to collect (default: $SLURM_ARRAY_TASK_ID or $JOB_COMPLETION_INDEX).
+    #[arg(long, requires = "plan")]
+    pub shard: Option<usize>,
     /// Continue an interrupted collection in --out.
     #[arg(long, conflicts_with = "force")]
     pub resume: bool,
@@ -49,7 +61,10 @@ pub struct Args {
     pub endpoint: super::collect_http::EndpointArgs,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(plan) = args.plan.clone() {
+        super::atlas::apply_shard(&plan, args.shard, &mut args)?;
+    }
     if args.endpoint.endpoint.is_some() {
         return super::collect_http::run(&args);
     }

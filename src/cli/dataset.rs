@@ -23,6 +23,16 @@ pub enum Command {
         /// Dataset directory.
         dataset: PathBuf,
     },
+    /// Merge shard datasets (e.g. an atlas plan's shards) into one, checking probe set, model
+    /// and schema, refusing duplicate records, keeping every shard's provenance.
+    Merge {
+        /// Shard dataset directories.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// The merged dataset directory (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -34,6 +44,16 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => {
             let rows = hspi_datasets::export::export(&Dataset::open(&dataset)?, format, &out)?;
             printer::status(&format!("wrote {rows} rows to {}", out.display()));
+        }
+        Command::Merge { shards, out } => {
+            let m = hspi_datasets::store::merge(&shards, &out, super::collect::new_session())?;
+            printer::status(&format!(
+                "merged {} shards: {} records from {} platforms into {}",
+                m.shards,
+                m.records,
+                m.platforms,
+                out.display()
+            ));
         }
         Command::Verify { dataset } => {
             let d = Dataset::open(&dataset)?;

@@ -1,3 +1,4 @@
+mod atlas;
 mod audit;
 mod border;
 mod border_prompts;
@@ -59,6 +60,9 @@ enum Command {
     /// Signed evidence bundles: keygen, sign, verify.
     #[command(subcommand)]
     Bundle(bundle::Command),
+    /// Atlas collection on a cluster: plan shards, write Slurm / Kubernetes jobs.
+    #[command(subcommand)]
+    Atlas(atlas::Command),
     /// Dataset utilities.
     #[command(subcommand)]
     Dataset(dataset::Command),
@@ -88,6 +92,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(a) => audit::run(*a),
         Command::Report(a) => report::run(a),
         Command::Bundle(c) => bundle::run(c),
+        Command::Atlas(c) => atlas::run(c),
         Command::Dataset(c) => dataset::run(c),
         Command::Probe(c) => probe::run(c),
         Command::Fetch(a) => fetch::run(a),

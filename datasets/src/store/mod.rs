@@ -12,11 +12,13 @@
 mod checksums;
 mod fsutil;
 mod line;
+mod merge;
 mod reader;
 mod writer;
 
 pub use checksums::Checksums;
 pub use line::{decode_line, encode_line};
+pub use merge::{merge, MergeSummary};
 pub use reader::Dataset;
 pub use writer::{DatasetWriter, OpenMode};
 

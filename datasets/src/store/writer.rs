@@ -54,18 +54,28 @@ impl DatasetWriter {
                 if dir.exists() && has_records(dir)? {
                     return Err(DatasetError::NotADataset { path: dir.into() });
                 }
-                Self::create(dir, manifest, probes, session, true)
+                Self::create(dir, manifest, probes, vec![session], true)
             }
-            OpenMode::Create => Self::create(dir, manifest, probes, session, false),
-            OpenMode::Force => Self::create(dir, manifest, probes, session, true),
+            OpenMode::Create => Self::create(dir, manifest, probes, vec![session], false),
+            OpenMode::Force => Self::create(dir, manifest, probes, vec![session], true),
         }
+    }
+
+    /// A new dataset whose manifest keeps the given sessions (a merge keeps every shard's).
+    pub fn create_with_sessions(
+        dir: &Path,
+        manifest: &Manifest,
+        probes: &ProbeSet,
+        sessions: Vec<Session>,
+    ) -> Result<DatasetWriter> {
+        Self::create(dir, manifest, probes, sessions, false)
     }
 
     fn create(
         dir: &Path,
         manifest: &Manifest,
         probes: &ProbeSet,
-        session: Session,
+        sessions: Vec<Session>,
         replace: bool,
     ) -> Result<DatasetWriter> {
         if dir.exists() {
@@ -83,7 +93,7 @@ impl DatasetWriter {
         let records = dir.join(RECORDS_DIR);
         fs::create_dir_all(&records).map_err(DatasetError::io(&records))?;
         let mut manifest = manifest.clone();
-        manifest.sessions = vec![session];
+        manifest.sessions = sessions;
         let probes_json = serde_json::to_vec(probes).expect("probe sets serialise");
         write_atomic(&dir.join(PROBES), &probes_json)?;
         let mut checksums = Checksums::default();

@@ -1,0 +1,212 @@
+//! Atlas collection on a real single-node Slurm cluster (Debian slurm-wlm + munge, started on
+//! localhost by .ci/slurm-up): plan 4 shards of the CNN's CPU grid, submit the generated sbatch
+//! array, merge the shards, and compare with a one-machine collection record for record.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+struct Cluster {
+    dir: PathBuf,
+    conf: String,
+}
+
+impl Cluster {
+    fn up(dir: &Path) -> Cluster {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert!(
+            Path::new("/usr/sbin/slurmctld").exists() && Path::new("/usr/sbin/munged").exists(),
+            "Slurm is not installed: run .ci/setup (it installs Debian's slurm-wlm and munge)"
+        );
+        let out = Command::new(root.join(".ci/slurm-up"))
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "slurm-up failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Cluster {
+            dir: dir.to_path_buf(),
+            conf: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let _ = Command::new(root.join(".ci/slurm-down"))
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+#[test]
+fn a_slurm_array_over_four_shards_merges_into_the_one_machine_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = Cluster::up(&tmp.path().join("slurm"));
+    let plan_dir = tmp.path().join("atlas");
+    let plan = plan_dir.join("plan.json");
+    ok(&[
+        "atlas",
+        "plan",
+        "--model",
+        "cnn-digits",
+        "--probes",
+        "40",
+        "--shards",
+        "4",
+        "--out",
+        plan_dir.to_str().unwrap(),
+    ]);
+    let script = tmp.path().join("atlas.sbatch");
+    ok(&[
+        "atlas",
+        "slurm",
+        plan.to_str().unwrap(),
+        "--hspi",
+        env!("CARGO_BIN_EXE_hspi"),
+        "--cpus-per-task",
+        "1",
+        "--out",
+        script.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(text.contains("#SBATCH --array=0-3"), "{text}");
+    let submitted = Command::new("sbatch")
+        .env("SLURM_CONF", &cluster.conf)
+        .arg("--wait")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let logs: String = (0..4)
+        .map(|i| {
+            std::fs::read_to_string(plan_dir.join(format!("logs/shard-{i}.log")))
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        submitted.status.success(),
+        "sbatch: {}{}\nshard logs:\n{logs}",
+        String::from_utf8_lossy(&submitted.stdout),
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    let shards: Vec<String> = (0..4)
+        .map(|i| {
+            plan_dir
+                .join(format!("shards/shard-{i:03}"))
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let merged = tmp.path().join("merged");
+    let mut args = vec!["dataset", "merge", "--out", merged.to_str().unwrap()];
+    args.extend(shards.iter().map(String::as_str));
+    ok(&args);
+    let single = tmp.path().join("single");
+    ok(&[
+        "collect",
+        "--model",
+        "cnn-digits",
+        "--probes",
+        plan_dir.join("probes.json").to_str().unwrap(),
+        "--out",
+        single.to_str().unwrap(),
+    ]);
+    let (m, s) = (record_set(&merged), record_set(&single));
+    assert_eq!(m.len(), 26 * 40);
+    assert_eq!(m, s, "the merged atlas equals a one-machine collection");
+    ok(&["dataset", "verify", merged.to_str().unwrap()]);
+    // Every shard's provenance is kept: its session (host, command) plus the merge's own.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(merged.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["sessions"].as_array().unwrap().len(), 5);
+    assert_eq!(manifest["platforms"].as_array().unwrap().len(), 26);
+}
+
+#[test]
+fn bad_shards_fail_alone_with_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan_dir = tmp.path().join("atlas");
+    let plan = plan_dir.join("plan.json");
+    let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
+    let platforms = format!("{isa}/candle-0.11.1/f32/bs1,{isa}/candle-0.11.1/bf16/bs1,cuda-h100-sxm-sm90-132sm/cublas-12.6/f16/bs1");
+    ok(&[
+        "atlas",
+        "plan",
+        "--platforms",
+        &platforms,
+        "--probes",
+        "10",
+        "--shards",
+        "2",
+        "--out",
+        plan_dir.to_str().unwrap(),
+    ]);
+    let p = plan.to_str().unwrap();
+    // Shard 0 is the CPU shard, shard 1 the GPU one; on this CPU node the GPU shard fails alone.
+    let plan_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(plan_json["shards"][1]["node"], "gpu");
+    let r = run(&["collect", "--plan", p, "--shard", "1"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no CUDA driver found"), "{}", r.stderr);
+    assert_eq!(run(&["collect", "--plan", p, "--shard", "0"]).code, 0);
+    // Out of range, and the scheduler's index read from the environment.
+    let r = run(&["collect", "--plan", p, "--shard", "5"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("shard 5 is out of range: the plan has 2 shards (0-1)"),
+        "{}",
+        r.stderr
+    );
+    let out = hspi()
+        .args(["collect", "--plan", p])
+        .env("SLURM_ARRAY_TASK_ID", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Merging shards of different probe sets names the shard.
+    let other = tmp.path().join("other");
+    ok(&[
+        "collect",
+        "--platforms",
+        &format!("{isa}/candle-0.11.1/f16/bs1"),
+        "--probes",
+        "10",
+        "--seed",
+        "9",
+        "--out",
+        other.to_str().unwrap(),
+    ]);
+    let shard0 = plan_dir.join("shards/shard-000");
+    let r = run(&[
+        "dataset",
+        "merge",
+        shard0.to_str().unwrap(),
+        other.to_str().unwrap(),
+        "--out",
+        tmp.path().join("m").to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(&format!(
+            "cannot merge shard {}: probe set",
+            other.display()
+        )),
+        "{}",
+        r.stderr
+    );
+}

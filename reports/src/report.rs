@@ -107,6 +107,19 @@ pub struct Context {
     pub atlas: Atlas,
 }
 
+impl Context {
+    /// A context stamped now, with this build's version (the workspace shares one version).
+    pub fn now(subject: Subject, spent: Spent, atlas: Atlas) -> Context {
+        Context {
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            created_unix: hspi_datasets::manifest::unix_now(),
+            subject,
+            spent,
+            atlas,
+        }
+    }
+}
+
 pub fn iso_date(unix: u64) -> String {
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), UTC.
     let days = (unix / 86_400) as i64;

@@ -39,17 +39,12 @@ pub fn audit_endpoint(v: &VerifyArgs, target: &EndpointTarget) -> anyhow::Result
     let (verification, records, spent) = verify_endpoint(&s, v, &collect)?;
     let refs: Vec<&hspi_datasets::Record> = records.iter().collect();
     let identification = s.model.identify(&refs, &s.references);
-    let ctx = Context {
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        created_unix: hspi_datasets::manifest::unix_now(),
-        subject: Subject {
-            endpoint: collect.endpoint.endpoint.clone(),
-            model: collect.model.clone(),
-            claim: Some(verification.claim.clone()),
-        },
-        spent,
-        atlas: super::verify::atlas(&s, v),
+    let subject = Subject {
+        endpoint: collect.endpoint.endpoint.clone(),
+        model: collect.model.clone(),
+        claim: Some(verification.claim.clone()),
     };
+    let ctx = Context::now(subject, spent, super::verify::atlas(&s, v));
     let report = Report::from_audit(
         ctx,
         verification,

@@ -91,26 +91,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map(|(t, r)| (&t.records[..], r, t.model.id.clone())),
     })?;
     if let Some(path) = &args.report {
-        let ctx = hspi_reports::report::Context {
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            created_unix: hspi_datasets::manifest::unix_now(),
-            subject: hspi_reports::report::Subject {
+        let ctx = hspi_reports::report::Context::now(
+            hspi_reports::report::Subject {
                 endpoint: None,
                 model: train.model.id.clone(),
                 claim: None,
             },
-            spent: hspi_reports::report::Spent {
+            hspi_reports::report::Spent {
                 queries: report.test_samples as u64,
                 requests: 0,
                 output_tokens: 0,
                 cost: 0.0,
             },
-            atlas: hspi_reports::report::Atlas::new(
-                None,
-                &report.classes,
-                &args.features.references,
-            ),
-        };
+            hspi_reports::report::Atlas::new(None, &report.classes, &args.features.references),
+        );
         let r = hspi_reports::report::Report::from_eval(ctx, report.clone());
         std::fs::write(path, hspi_reports::json::render(&r))?;
     }

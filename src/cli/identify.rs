@@ -56,26 +56,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .collect();
     if let Some(path) = &args.report {
-        let ctx = hspi_reports::report::Context {
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            created_unix: hspi_datasets::manifest::unix_now(),
-            subject: hspi_reports::report::Subject {
+        let ctx = hspi_reports::report::Context::now(
+            hspi_reports::report::Subject {
                 endpoint: None,
                 model: data.model.id.clone(),
                 claim: None,
             },
-            spent: hspi_reports::report::Spent {
+            hspi_reports::report::Spent {
                 queries: ids.iter().map(|i| i.queries as u64).sum(),
                 requests: ids.iter().map(|i| i.queries as u64).sum(),
                 output_tokens: ids.iter().map(|i| i.output_tokens).sum(),
                 cost: 0.0,
             },
-            atlas: hspi_reports::report::Atlas::new(
+            hspi_reports::report::Atlas::new(
                 Some(model.id.clone()),
                 &model.classes,
                 &args.references,
             ),
-        };
+        );
         let r = hspi_reports::report::Report::from_identify(ctx, ids.clone());
         std::fs::write(path, hspi_reports::json::render(&r))?;
     }

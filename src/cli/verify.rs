@@ -315,13 +315,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (report, subject, spent)
     };
     if let Some(path) = &args.verify.report {
-        let ctx = hspi_reports::report::Context {
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            created_unix: hspi_datasets::manifest::unix_now(),
-            subject,
-            spent,
-            atlas: atlas(&s, &args.verify),
-        };
+        let ctx = hspi_reports::report::Context::now(subject, spent, atlas(&s, &args.verify));
         let r = hspi_reports::report::Report::from_verify(ctx, report.clone());
         std::fs::write(path, hspi_reports::json::render(&r))
             .with_context(|| format!("writing the report to {}", path.display()))?;

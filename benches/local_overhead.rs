@@ -1,4 +1,4 @@
-//! Local collection overhead: wall time of `hspi collect` (CNN, candle f32, 2 000 probes, every
+//! Local collection overhead: wall time of `hspi collect` (CNN, candle f32, 10 000 probes by default (`-- N` for others), every
 //! record checksummed and fsynced) against a bare loop of candle forward passes over the same
 //! probes, one per call as the collector batches at bs1. `cargo bench --bench local_overhead`.
 
@@ -8,9 +8,11 @@ use hspi_collect::backend::image_backend;
 use hspi_collect::zoo::cnn_digits;
 use hspi_datasets::ProbeInput;
 
-const PROBES: usize = 2000;
-
 fn main() {
+    let probes: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(10_000);
     let platform: hspi_datasets::Platform = format!(
         "cpu-{}/candle-0.11.1/f32/bs1",
         hspi_datasets::provenance::isa_path()
@@ -20,7 +22,7 @@ fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let probes_file = tmp.path().join("probes.json");
     let model = cnn_digits::embedded();
-    let set = hspi_probe::random_images(1, PROBES, model.input_shape);
+    let set = hspi_probe::random_images(1, probes, model.input_shape);
     hspi_probe::write_probe_set(&probes_file, &set).unwrap();
     let inputs: Vec<&[f32]> = set
         .probes
@@ -63,7 +65,7 @@ fn main() {
         bare = bare.min(started.elapsed().as_secs_f64());
         std::hint::black_box(sink);
     }
-    println!("| {PROBES} probes, candle f32 | hspi collect | bare forward passes | ratio |");
+    println!("| {probes} probes, candle f32 | hspi collect | bare forward passes | ratio |");
     println!("|---|---|---|---|");
     println!(
         "| best of 3 | {hspi:.3} s | {bare:.3} s | {:.3} |",

@@ -9,7 +9,9 @@ use crate::error::Result;
 use crate::target::Target;
 
 /// Records appended (and fsynced) together.
-const APPEND_BATCH: usize = 32;
+const APPEND_BATCH: usize = 512;
+/// The most work a crash can lose: answers older than this are appended and synced.
+const FLUSH_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
 
 pub trait Progress {
     fn start(&self, total: u64, done: u64);
@@ -68,39 +70,49 @@ pub fn collect(
         progress.target(&spec.id);
         let mut target = (spec.open)()?;
         let bs = target.batch_size().max(1);
-        for chunk in todo.chunks(APPEND_BATCH.div_ceil(bs) * bs) {
-            let mut records = Vec::with_capacity(chunk.len());
-            let mut failure = None;
-            for batch in chunk.chunks(bs) {
-                let started = Instant::now();
-                let outputs = match target.answer(batch) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        failure = Some(e);
-                        break;
-                    }
-                };
-                let per_probe = started.elapsed().as_micros() as u64 / batch.len() as u64;
-                for (probe, answer) in batch.iter().zip(outputs) {
-                    records.push(Record {
-                        probe_id: probe.id.clone(),
-                        target: spec.id.clone(),
-                        platform: spec.platform.clone(),
-                        outputs: answer.outputs,
-                        timing_us: per_probe,
-                        usage: answer.usage,
-                        served: Served::from_answer(answer.served_model, answer.system_fingerprint),
-                    });
+        let mut records = Vec::with_capacity(APPEND_BATCH);
+        let mut last_flush = Instant::now();
+        let mut failure = None;
+        for batch in todo.chunks(bs) {
+            let started = Instant::now();
+            let outputs = match target.answer(batch) {
+                Ok(o) => o,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
                 }
+            };
+            let per_probe = started.elapsed().as_micros() as u64 / batch.len() as u64;
+            for (probe, answer) in batch.iter().zip(outputs) {
+                records.push(Record {
+                    probe_id: probe.id.clone(),
+                    target: spec.id.clone(),
+                    platform: spec.platform.clone(),
+                    outputs: answer.outputs,
+                    timing_us: per_probe,
+                    usage: answer.usage,
+                    served: Served::from_answer(answer.served_model, answer.system_fingerprint),
+                });
             }
-            // What was answered before a failure is kept: append first, then report.
+            // Each append is fsynced: batch fast answers (fewer syncs), but never hold more
+            // than FLUSH_AFTER of work unacknowledged.
+            if records.len() >= APPEND_BATCH || last_flush.elapsed() >= FLUSH_AFTER {
+                writer.append(&records)?;
+                summary.written += records.len();
+                progress.advance(records.len() as u64);
+                records.clear();
+                last_flush = Instant::now();
+            }
+        }
+        // What was answered before a failure is kept: append first, then report.
+        if !records.is_empty() {
             writer.append(&records)?;
             summary.written += records.len();
             progress.advance(records.len() as u64);
-            if let Some(e) = failure {
-                progress.finish();
-                return Err(e);
-            }
+        }
+        if let Some(e) = failure {
+            progress.finish();
+            return Err(e);
         }
     }
     progress.finish();

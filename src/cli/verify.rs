@@ -300,6 +300,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             bail!("nothing to verify: give datasets of the target's answers, or --endpoint URL --model NAME --probes FILE --out DIR");
         }
         let data = load(&args.datasets)?;
+        let all: Vec<&Record> = data.records.iter().collect();
+        s.model.check_compatible(&data.model, &all)?;
         let report = verify_records(&s, &args.verify, &data.records)?;
         let subject = hspi_reports::report::Subject {
             endpoint: data.records.first().map(|r| r.target.clone()),

@@ -221,6 +221,20 @@ fn white_box_identifies_every_class_on_unseen_probes_and_flags_held_out_ones() {
         "{}",
         r.stderr
     );
+    let r = run(&[
+        "verify",
+        lm.to_str().unwrap(),
+        "--classifier",
+        m,
+        "--claim",
+        "*/candle/f32/*",
+    ]);
+    assert_eq!(r.code, 2, "verify refuses them too: {}", r.stdout);
+    assert!(
+        r.stderr.contains("trained on model cnn-digits"),
+        "{}",
+        r.stderr
+    );
     let corrupt = tmp.path().join("corrupt");
     copy_dir(std::path::Path::new(test), &corrupt);
     let shard = corrupt.join("records/shard-000000.jsonl");

@@ -29,7 +29,9 @@ type PlatformOutputs<'a> = (Option<hspi_datasets::Platform>, BTreeMap<&'a str, V
 
 /// Records are keyed by their platform label. Every platform must answer every probe that any
 /// platform answered, or the classes would compare different evidence.
-pub fn group_eqcs(records: &[Record]) -> Result<EqcGrouping, ClassifyError> {
+pub fn group_eqcs<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> Result<EqcGrouping, ClassifyError> {
     let mut by_platform: BTreeMap<String, PlatformOutputs> = BTreeMap::new();
     let mut all_probes = BTreeSet::new();
     for r in records {

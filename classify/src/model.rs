@@ -83,8 +83,7 @@ impl PlatformModel {
                 "no platform-labelled records to train on (endpoint records carry no label)".into(),
             ));
         }
-        let owned: Vec<Record> = labelled.iter().map(|r| (*r).clone()).collect();
-        let grouping = group_eqcs(&owned)?;
+        let grouping = group_eqcs(labelled.iter().copied())?;
         let classes: Vec<ClassLabel> = grouping
             .eqcs
             .iter()

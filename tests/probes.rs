@@ -116,3 +116,71 @@ fn border_inputs_split_every_pair_of_a_small_grid_and_identify_each_class() {
     );
     assert_eq!(eqc_count(&again), 4);
 }
+
+#[test]
+fn border_inputs_split_all_300_pairs_of_the_cnn_grid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let grid = tmp.path().join("grid");
+    assert_eq!(collect_cnn(&grid, "20", &[]).code, 0);
+    let out = tmp.path().join("border.json");
+    let r: serde_json::Value = serde_json::from_str(
+        &ok(&[
+            "probe",
+            "border",
+            grid.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        (r["eqcs"].as_u64(), r["pairs"].as_u64()),
+        (Some(25), Some(300))
+    );
+    assert_eq!(r["found"], 300, "{r}");
+    assert!(
+        r["identification_accuracy"].as_f64().unwrap() >= 0.95,
+        "{r}"
+    );
+
+    // Collected through `hspi collect`, every two classes answer some border input with different
+    // top labels: each query is one duel, as the majority vote assumes.
+    let again = tmp.path().join("again");
+    assert_eq!(collect_cnn(&again, out.to_str().unwrap(), &[]).code, 0);
+    let eqcs: serde_json::Value =
+        serde_json::from_str(&ok(&["eqc", grid.to_str().unwrap(), "--json"]).stdout).unwrap();
+    let representatives: Vec<String> = eqcs["eqcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["members"][0].as_str().unwrap().to_string())
+        .collect();
+    let mut labels: std::collections::BTreeMap<String, Vec<(String, usize)>> = Default::default();
+    for record in hspi_datasets::Dataset::open(&again)
+        .unwrap()
+        .records()
+        .unwrap()
+    {
+        let hspi_datasets::Outputs::Logits { values } = &record.outputs else {
+            panic!("image records hold logits")
+        };
+        labels
+            .entry(record.platform.unwrap().to_string())
+            .or_default()
+            .push((record.probe_id.clone(), values.argmax().unwrap()));
+    }
+    for v in labels.values_mut() {
+        v.sort();
+    }
+    let mut unsplit = Vec::new();
+    for (i, a) in representatives.iter().enumerate() {
+        for b in &representatives[i + 1..] {
+            if labels[a] == labels[b] {
+                unsplit.push(format!("{a} vs {b}"));
+            }
+        }
+    }
+    assert!(unsplit.is_empty(), "no border input splits {unsplit:?}");
+}

@@ -13,6 +13,7 @@ use hspi_collect::zoo::cnn_digits;
 use hspi_datasets::ProbeInput;
 
 fn main() {
+    hspi_collect::border::prefer_single_threaded_kernels();
     let sample: usize = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
@@ -45,8 +46,12 @@ fn main() {
         members.push(platform.to_string());
     }
     let n = representatives.len();
+    // `f32`: only pairs of f32 platforms, the ones a few ulps apart.
+    let only_f32 = std::env::args().any(|a| a == "f32");
+    let is_f32 = |i: usize| representatives[i].platform().format.to_string() == "f32";
     let pairs: Vec<(usize, usize)> = (0..n)
         .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+        .filter(|(a, b)| !only_f32 || (is_f32(*a) && is_f32(*b)))
         .collect();
     let step = (pairs.len() as f64 / sample.min(pairs.len()) as f64).max(1.0);
     let chosen: Vec<(usize, usize)> = (0..sample.min(pairs.len()))

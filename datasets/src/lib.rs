@@ -18,7 +18,7 @@ pub use platform::{
     Accumulator, Engine, EngineKind, GgufType, Hardware, KernelOptions, NumericFormat, Platform,
     ReductionOrder,
 };
-pub use probe::{GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};
+pub use probe::{content_id, GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};
 pub use provenance::{GpuInfo, HostProvenance};
 pub use record::{LogitBits, Logprob, Outputs, Record, Served, TokenStep, TopEntry, Usage};
 pub use store::{Dataset, DatasetWriter, OpenMode};

@@ -163,9 +163,10 @@ impl LogitBits {
     pub fn to_le_bytes(&self) -> Vec<u8> {
         self.0.iter().flat_map(|b| b.to_le_bytes()).collect()
     }
+    /// The top label; on an exact tie the lowest index, as numpy and torch break ties.
     pub fn argmax(&self) -> Option<usize> {
         let v = self.to_f32();
-        (0..v.len()).max_by(|a, b| v[*a].total_cmp(&v[*b]))
+        (0..v.len()).max_by(|a, b| v[*a].total_cmp(&v[*b]).then(b.cmp(a)))
     }
 }
 

@@ -20,4 +20,11 @@ pub enum ProbeError {
         index: usize,
         id: String,
     },
+    #[error("{path}: probes {first} and {index} are the same input (id {id}); a probe set holds each input once")]
+    Duplicate {
+        path: PathBuf,
+        first: usize,
+        index: usize,
+        id: String,
+    },
 }

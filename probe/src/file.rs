@@ -36,6 +36,17 @@ pub fn read_probe_set(path: &Path) -> Result<ProbeSet, ProbeError> {
             id: p.id.clone(),
         });
     }
+    let mut seen = std::collections::HashMap::new();
+    for (index, p) in set.probes.iter().enumerate() {
+        if let Some(first) = seen.insert(p.id.as_str(), index) {
+            return Err(ProbeError::Duplicate {
+                path: path.into(),
+                first,
+                index,
+                id: p.id.clone(),
+            });
+        }
+    }
     Ok(set)
 }
 
@@ -65,5 +76,20 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not a probe-set file"));
+
+        let mut twice = set.clone();
+        twice.probes.push(set.probes[1].clone());
+        write_probe_set(&path, &twice).unwrap();
+        let e = read_probe_set(&path).unwrap_err().to_string();
+        assert!(e.contains("probes 1 and 5 are the same input"), "{e}");
+    }
+
+    #[test]
+    fn identical_inputs_make_one_probe() {
+        let one = random_images(3, 2, [1, 8, 8]);
+        let inputs = [0, 1, 0].map(|i| one.probes[i].input.clone());
+        let set = crate::seeded_set("test", 3, inputs);
+        assert_eq!(set.probes.len(), 2);
+        assert_eq!(set.probes[1].provenance.index, 1);
     }
 }

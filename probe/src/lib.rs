@@ -21,9 +21,12 @@ pub fn seeded_set(
     seed: u64,
     inputs: impl IntoIterator<Item = ProbeInput>,
 ) -> ProbeSet {
+    // Identical inputs are one probe (a probe's id is its content): keep the first.
+    let mut seen = std::collections::HashSet::new();
     let probes = inputs
         .into_iter()
         .enumerate()
+        .filter(|(_, input)| seen.insert(hspi_datasets::content_id(input)))
         .map(|(index, input)| {
             Probe::new(
                 input,

@@ -49,8 +49,8 @@ pub enum Command {
         datasets: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        /// Forward passes per pair in the local search (ulp-level pairs need tens of thousands).
-        #[arg(long, default_value_t = 30000)]
+        /// Forward passes per pair in the local search, each platform's counted.
+        #[arg(long, default_value_t = hspi_collect::border::BorderConfig::default().search_evals)]
         evals: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,

@@ -57,7 +57,10 @@ fn main() {
     let chosen: Vec<(usize, usize)> = (0..sample.min(pairs.len()))
         .map(|i| pairs[(i as f64 * step) as usize])
         .collect();
-    let surrogate = Surrogate::new(&model).unwrap();
+    let surrogates: Vec<Surrogate> = representatives
+        .iter()
+        .map(|r| Surrogate::new(r.platform(), &model).unwrap())
+        .collect();
     let mut times = Vec::new();
     let mut found = 0;
     for (k, (a, b)) in chosen.iter().enumerate() {
@@ -67,9 +70,8 @@ fn main() {
             ..Default::default()
         };
         let r = find_border(
-            &surrogate,
-            representatives[*a].as_ref(),
-            representatives[*b].as_ref(),
+            (representatives[*a].as_ref(), &surrogates[*a]),
+            (representatives[*b].as_ref(), &surrogates[*b]),
             inputs[k % inputs.len()],
             &config,
         )

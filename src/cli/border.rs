@@ -53,7 +53,11 @@ pub fn run(
         !starts.is_empty(),
         "the dataset has no image probes to start from"
     );
-    let surrogate = Surrogate::new(&model)?;
+    let surrogates = grouping
+        .eqcs
+        .iter()
+        .map(|e| Surrogate::new(&e.members[0], &model))
+        .collect::<Result<Vec<_>, _>>()?;
     let n = backends.len();
     let mut found = Vec::new();
     let mut missing = Vec::new();
@@ -69,9 +73,8 @@ pub fn run(
             };
             let start = starts[pair as usize % starts.len()];
             match find_border(
-                &surrogate,
-                backends[i].as_ref(),
-                backends[j].as_ref(),
+                (backends[i].as_ref(), &surrogates[i]),
+                (backends[j].as_ref(), &surrogates[j]),
                 start,
                 &config,
             )? {

@@ -181,6 +181,34 @@ impl Emulated {
     }
 }
 
+/// The layer as `format` computes it, with plain float weights: quantised and dequantised (int8:
+/// each integer times its row's scale). Used for differentiable stand-ins of a platform.
+pub fn dequantised_layer(layer: &Layer, format: NumericFormat) -> Layer {
+    let mut out = layer.clone();
+    let (weight, bias) = match &mut out {
+        Layer::Conv2d { weight, bias, .. } | Layer::Linear { weight, bias, .. } => (weight, bias),
+        _ => return out,
+    };
+    if let Prepared::Gemm {
+        weights,
+        bias: b,
+        k,
+        ..
+    } = prepare(layer, format)
+    {
+        *weight = match weights {
+            Weights::Float(w) => w,
+            Weights::Int8 { q, scales } => q
+                .chunks(k)
+                .zip(scales)
+                .flat_map(|(row, s)| row.iter().map(move |q| *q as f32 * s))
+                .collect(),
+        };
+        *bias = b;
+    }
+    out
+}
+
 fn prepare(layer: &Layer, format: NumericFormat) -> Prepared {
     let Some(GemmView {
         weight,

@@ -1,16 +1,19 @@
 //! Border inputs (HSPI-BI) for image models: for a pair of platforms, an 8-bit input on which their
-//! top labels differ. Phase 1 walks to the decision boundary by signed-gradient steps on candle's
-//! autograd (the f32 network as the surrogate: quantisers pass gradients straight through);
-//! phase 2 searches 8-bit neighbours on the two real platforms, keeping moves that bring the top-2
-//! margin nearer zero, until the platforms disagree or the evaluation budget is spent.
+//! top labels differ. Phase 1 climbs the HSPI-BI loss by signed-gradient steps on candle's autograd
+//! through each platform's surrogate (its quantised weights, rounding passed straight through) to
+//! the decision boundary; phase 2 works on the two real platforms, stepping pixels one level at a
+//! time towards an exact tie, until they disagree or the evaluation budget is spent.
 
-use candle_core::{DType, Device, Tensor, Var};
+mod surrogate;
+
+pub use surrogate::Surrogate;
+
+use candle_core::Tensor;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use crate::backend::{forward_layers, CandleLayer, ImageBackend};
+use crate::backend::ImageBackend;
 use crate::error::Result;
-use crate::zoo::ImageModel;
 
 #[derive(Debug, Clone, Copy)]
 pub struct BorderConfig {
@@ -58,53 +61,39 @@ pub fn prefer_single_threaded_kernels() {
     }
 }
 
-/// The surrogate: the model's f32 graph, differentiable in its input.
-pub struct Surrogate {
-    layers: Vec<CandleLayer>,
-    shape: [usize; 3],
+/// Signed-gradient ascent (HSPI-BI) on CE(z_a, argmax z_b) + CE(z_b, argmax z_a) through the two
+/// platforms' surrogates, on 8-bit inputs, until the surrogates' top-2 margin is under two pixel
+/// levels: near the decision boundary, where the real platforms' rounding can tip the label.
+fn to_boundary(sa: &Surrogate, sb: &Surrogate, start: &[f32], steps: usize) -> Result<Vec<f32>> {
+    let mut x = start.to_vec();
+    for _ in 0..steps {
+        let var = sa.input(&x)?;
+        let za = sa.logits(var.as_tensor())?;
+        let zb = sb.logits(var.as_tensor())?;
+        let (va, vb): (Vec<f32>, Vec<f32>) = (za.to_vec1()?, zb.to_vec1()?);
+        let (top, second) = top2(&va);
+        if va[top] - va[second] < 2.0 / 255.0 {
+            break;
+        }
+        let loss = (cross_entropy(&za, argmax(&vb))? + cross_entropy(&zb, argmax(&va))?)?;
+        let grads = loss.backward()?;
+        let g: Vec<f32> = grads
+            .get(var.as_tensor())
+            .expect("input gradient")
+            .flatten_all()?
+            .to_vec1()?;
+        for (xi, gi) in x.iter_mut().zip(g) {
+            *xi = quantize8(*xi + gi.signum() / 255.0);
+        }
+    }
+    Ok(x)
 }
 
-impl Surrogate {
-    pub fn new(model: &ImageModel) -> Result<Surrogate> {
-        Ok(Surrogate {
-            layers: model
-                .layers
-                .iter()
-                .map(|l| CandleLayer::from_layer(l, DType::F32, &Device::Cpu))
-                .collect::<candle_core::Result<_>>()?,
-            shape: model.input_shape,
-        })
-    }
-
-    /// Signed-gradient descent on the top-2 margin until it changes sign (the boundary).
-    fn to_boundary(&self, start: &[f32], steps: usize) -> Result<Vec<f32>> {
-        let [c, h, w] = self.shape;
-        let mut x = start.to_vec();
-        for _ in 0..steps {
-            let var = Var::from_tensor(&Tensor::from_slice(&x, (1, c, h, w), &Device::Cpu)?)?;
-            let z = forward_layers(&self.layers, var.as_tensor())?.squeeze(0)?;
-            let zv: Vec<f32> = z.to_vec1()?;
-            let top = argmax(&zv);
-            let second = (0..zv.len())
-                .filter(|i| *i != top)
-                .max_by(|a, b| zv[*a].total_cmp(&zv[*b]))
-                .unwrap_or(0);
-            let m = (z.get(top)? - z.get(second)?)?;
-            if m.to_scalar::<f32>()? < 2.0 / 255.0 {
-                break;
-            }
-            let grads = m.backward()?;
-            let g: Vec<f32> = grads
-                .get(var.as_tensor())
-                .expect("input gradient")
-                .flatten_all()?
-                .to_vec1()?;
-            for (xi, gi) in x.iter_mut().zip(g) {
-                *xi = quantize8(*xi - gi.signum() / 255.0);
-            }
-        }
-        Ok(x)
-    }
+/// −log softmax(z)[label], stable: the maximum is subtracted before exponentiating.
+fn cross_entropy(z: &Tensor, label: usize) -> candle_core::Result<Tensor> {
+    let max = z.max(0)?.detach();
+    let lse = (z.broadcast_sub(&max)?.exp()?.sum(0)?.log()? + &max)?;
+    lse - z.get(label)?
 }
 
 /// Find an input on which `a` and `b` give different top labels, starting from `start`.
@@ -117,14 +106,14 @@ impl Surrogate {
 /// differently disagree on the top label. Platforms a few ulps apart need exactly that; a random
 /// walk on the margin does not get there (12 of 300 CNN-grid pairs were missed that way).
 pub fn find_border(
-    surrogate: &Surrogate,
-    a: &dyn ImageBackend,
-    b: &dyn ImageBackend,
+    a: (&dyn ImageBackend, &Surrogate),
+    b: (&dyn ImageBackend, &Surrogate),
     start: &[f32],
     config: &BorderConfig,
 ) -> Result<Option<Border>> {
     let mut rng = ChaCha20Rng::seed_from_u64(config.seed);
-    let mut x = surrogate.to_boundary(start, config.gradient_steps)?;
+    let mut x = to_boundary(a.1, b.1, start, config.gradient_steps)?;
+    let (a, b) = (a.0, b.0);
     let mut search = Search {
         a,
         b,

@@ -3,6 +3,7 @@
 pub mod atlas;
 pub mod backend;
 pub mod border;
+pub mod border_prompts;
 pub mod collector;
 pub mod error;
 pub mod grid;

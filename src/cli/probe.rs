@@ -59,12 +59,35 @@ pub enum Command {
     },
     /// Border prompts: among prompts collected from labelled platforms (one dataset each), per
     /// pair of platforms the prompt on which their greedy generations diverge earliest.
+    ///
+    /// With `--white-box`, the prompts are run locally instead: SmolLM2's full next-token logits at
+    /// each of `--formats` (candle), on `--count` seeded word-list prompts; a prompt splits two
+    /// formats when their greedy next tokens differ, and a set cover keeps few prompts.
     BorderPrompts {
         /// Dataset directories over one prompt set, each from a labelled platform.
-        #[arg(required = true)]
+        #[arg(required_unless_present = "white_box")]
         datasets: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
+        /// Search white-box on SmolLM2 (after `hspi fetch smollm2`) rather than in datasets.
+        #[arg(long, conflicts_with = "datasets")]
+        white_box: bool,
+        /// Formats to split, white-box (llama.cpp's usual grid).
+        #[arg(long, value_delimiter = ',', default_value = "f32,f16,q8_0,q4_0")]
+        formats: Vec<String>,
+        /// Candidate prompts, white-box.
+        #[arg(long, default_value_t = 200)]
+        count: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Tokens to generate per written prompt when collected.
+        #[arg(long, default_value_t = 8)]
+        max_tokens: u32,
+        #[arg(long, default_value_t = 5)]
+        top_logprobs: u32,
+        /// SmolLM2 GGUF file (default: the `hspi fetch smollm2` cache).
+        #[arg(long)]
+        weights: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -207,8 +230,28 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::BorderPrompts {
             datasets,
             out,
+            white_box,
+            formats,
+            count,
+            seed,
+            max_tokens,
+            top_logprobs,
+            weights,
             json,
-        } => super::border_prompts::run(&datasets, &out, json)?,
+        } => {
+            if white_box {
+                let candidates = hspi_probe::prompts(seed, count, max_tokens, top_logprobs);
+                super::border_prompts::white_box(
+                    weights.as_deref(),
+                    &formats,
+                    &candidates,
+                    &out,
+                    json,
+                )?
+            } else {
+                super::border_prompts::run(&datasets, &out, json)?
+            }
+        }
         Command::Prompts {
             count,
             seed,

@@ -1,0 +1,224 @@
+//! GPT-2 style byte-level BPE, read from a GGUF file's `tokenizer.ggml.tokens` and `.merges`: how
+//! SmolLM2 (and llama.cpp serving it) turns prompt text into token ids, so hspi can run prompts on
+//! its own white-box platforms.
+//!
+//! Pre-tokenisation follows llama.cpp's `smollm` rule: every digit alone, then GPT-2's pattern
+//! (contractions, ` ?letters`, ` ?other symbols`, whitespace runs that leave their last space to
+//! the next word). Cross-checked against llama-server's `/tokenize` in tests/llama_server.rs.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use candle_core::quantized::gguf_file;
+
+use crate::error::{CollectError, Result};
+
+pub struct Bpe {
+    ids: HashMap<String, u32>,
+    tokens: Vec<String>,
+    ranks: HashMap<(String, String), usize>,
+    byte_char: [char; 256],
+    char_byte: HashMap<char, u8>,
+}
+
+impl Bpe {
+    pub fn from_gguf(path: &Path) -> Result<Bpe> {
+        let bad = |reason: String| CollectError::BadWeights {
+            model: "smollm2".into(),
+            path: path.into(),
+            reason,
+        };
+        let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
+        let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
+        let strings = |key: &str| -> Result<Vec<String>> {
+            let value = content
+                .metadata
+                .get(key)
+                .ok_or_else(|| bad(format!("no {key} in its metadata")))?;
+            let items = value.to_vec().map_err(|e| bad(format!("{key}: {e}")))?;
+            items
+                .iter()
+                .map(|v| v.to_string().cloned())
+                .collect::<candle_core::Result<_>>()
+                .map_err(|e| bad(format!("{key}: {e}")))
+        };
+        let tokens = strings("tokenizer.ggml.tokens")?;
+        let merges = strings("tokenizer.ggml.merges")?;
+        let mut ranks = HashMap::with_capacity(merges.len());
+        for (rank, merge) in merges.iter().enumerate() {
+            let (a, b) = merge
+                .split_once(' ')
+                .ok_or_else(|| bad(format!("merge {rank} is not two symbols: {merge:?}")))?;
+            ranks.insert((a.to_string(), b.to_string()), rank);
+        }
+        let byte_char = byte_chars();
+        Ok(Bpe {
+            ids: tokens
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.clone(), i as u32))
+                .collect(),
+            tokens,
+            ranks,
+            char_byte: byte_char
+                .iter()
+                .enumerate()
+                .map(|(b, c)| (*c, b as u8))
+                .collect(),
+            byte_char,
+        })
+    }
+
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        let mut ids = Vec::new();
+        for piece in pre_tokenize(text) {
+            let mut symbols: Vec<String> = piece
+                .bytes()
+                .map(|b| self.byte_char[b as usize].to_string())
+                .collect();
+            // Merge the adjacent pair of lowest rank until none is in the merge list.
+            while symbols.len() > 1 {
+                let best = (0..symbols.len() - 1)
+                    .filter_map(|i| {
+                        self.ranks
+                            .get(&(symbols[i].clone(), symbols[i + 1].clone()))
+                            .map(|r| (*r, i))
+                    })
+                    .min();
+                let Some((_, i)) = best else { break };
+                let right = symbols.remove(i + 1);
+                symbols[i].push_str(&right);
+            }
+            for s in symbols {
+                let id = self.ids.get(&s).ok_or_else(|| CollectError::BadWeights {
+                    model: "smollm2".into(),
+                    path: "tokenizer".into(),
+                    reason: format!("symbol {s:?} of {text:?} is not in the vocabulary"),
+                })?;
+                ids.push(*id);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The text of `ids`; bytes that are not UTF-8 on their own are replaced.
+    pub fn decode(&self, ids: &[u32]) -> String {
+        let bytes: Vec<u8> = ids
+            .iter()
+            .filter_map(|i| self.tokens.get(*i as usize))
+            .flat_map(|t| t.chars())
+            .filter_map(|c| self.char_byte.get(&c).copied())
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// GPT-2's reversible map from bytes to printable characters (a space is `Ġ`).
+fn byte_chars() -> [char; 256] {
+    let mut map = ['\0'; 256];
+    let mut next = 256u32;
+    for b in 0..=255u8 {
+        let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+        map[b as usize] = if printable {
+            char::from(b)
+        } else {
+            let c = char::from_u32(next).expect("below the surrogates");
+            next += 1;
+            c
+        };
+    }
+    map
+}
+
+#[derive(PartialEq, Clone, Copy)]
+enum Class {
+    Letter,
+    Digit,
+    Space,
+    Other,
+}
+
+fn class(c: char) -> Class {
+    if c.is_alphabetic() {
+        Class::Letter
+    } else if c.is_numeric() {
+        Class::Digit
+    } else if c.is_whitespace() {
+        Class::Space
+    } else {
+        Class::Other
+    }
+}
+
+const CONTRACTIONS: [&str; 7] = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d"];
+
+fn pre_tokenize(text: &str) -> Vec<&str> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let end_of = |i: usize| chars.get(i).map_or(text.len(), |(at, _)| *at);
+    let mut pieces = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let start = i;
+        let rest = &text[chars[i].0..];
+        if let Some(c) = CONTRACTIONS.iter().find(|c| rest.starts_with(**c)) {
+            i += c.chars().count();
+        } else if class(chars[i].1) == Class::Digit {
+            i += 1;
+        } else {
+            // An optional single space joins the run of letters or symbols after it.
+            let lead = usize::from(
+                chars[i].1 == ' '
+                    && chars
+                        .get(i + 1)
+                        .is_some_and(|(_, c)| matches!(class(*c), Class::Letter | Class::Other)),
+            );
+            let kind = class(chars[i + lead].1);
+            i += lead;
+            match kind {
+                Class::Letter | Class::Other => {
+                    while i < chars.len() && class(chars[i].1) == kind {
+                        // Symbols stop where a contraction starts; letters never contain one.
+                        if kind == Class::Other
+                            && i > start + lead
+                            && CONTRACTIONS
+                                .iter()
+                                .any(|c| text[chars[i].0..].starts_with(c))
+                        {
+                            break;
+                        }
+                        i += 1;
+                    }
+                }
+                Class::Space => {
+                    let mut j = i;
+                    while j < chars.len() && class(chars[j].1) == Class::Space {
+                        j += 1;
+                    }
+                    // Leave the last space to the word after it (`\s+(?!\S)`).
+                    i = if j < chars.len() && j - i > 1 {
+                        j - 1
+                    } else {
+                        j
+                    };
+                }
+                Class::Digit => i += 1,
+            }
+        }
+        pieces.push(&text[end_of(start)..end_of(i)]);
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pre_tokenisation_follows_the_gpt2_pattern() {
+        assert_eq!(
+            pre_tokenize("And the king's 12 men,  went!"),
+            ["And", " the", " king", "'s", " ", "1", "2", " men", ",", " ", " went", "!"]
+        );
+        assert_eq!(pre_tokenize("a\n\nb"), ["a", "\n", "\n", "b"]);
+    }
+}

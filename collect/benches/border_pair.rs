@@ -13,7 +13,7 @@ use hspi_collect::zoo::cnn_digits;
 use hspi_datasets::ProbeInput;
 
 fn main() {
-    hspi_collect::border::prefer_single_threaded_kernels();
+    hspi_collect::backend::prefer_single_threaded_kernels();
     let sample: usize = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())

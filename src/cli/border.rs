@@ -19,7 +19,7 @@ pub fn run(
     seed: u64,
     json: bool,
 ) -> anyhow::Result<()> {
-    hspi_collect::border::prefer_single_threaded_kernels();
+    hspi_collect::backend::prefer_single_threaded_kernels();
     let (records, probes) = super::eqc::load_records(datasets)?;
     let manifest = Dataset::open(&datasets[0])?.manifest;
     let Model::Image(model) = Model::load(ModelId::parse(&manifest.model.id)?, None)? else {

@@ -144,6 +144,9 @@ pub fn probe_set_info(probes: &ProbeSet) -> ProbeSetInfo {
 
 pub fn collect_local(args: &Args) -> anyhow::Result<Summary> {
     let model = Model::load(ModelId::parse(&args.model)?, args.weights.as_deref())?;
+    if matches!(model, Model::Image(_)) {
+        hspi_collect::backend::prefer_single_threaded_kernels();
+    }
     let info = model.info();
     let platforms = grid::parse_platforms(&args.platforms, &model)?;
     if platforms.is_empty() && args.platforms.trim() == "cuda" {

@@ -51,16 +51,6 @@ fn quantize8(v: f32) -> f32 {
     (v.clamp(0.0, 1.0) * 255.0).round() / 255.0
 }
 
-/// The search runs thousands of forward passes of one input or a few hundred; candle's CPU
-/// kernels split even those across every core, which costs more in wake-ups than it gains (the
-/// CNN-grid bench: 0.36 s per pair with two threads, 0.21 s with one). Honours a
-/// `RAYON_NUM_THREADS` the user set; call before other threads start, as it sets the environment.
-pub fn prefer_single_threaded_kernels() {
-    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
-        std::env::set_var("RAYON_NUM_THREADS", "1");
-    }
-}
-
 /// Signed-gradient ascent (HSPI-BI) on CE(z_a, argmax z_b) + CE(z_b, argmax z_a) through the two
 /// platforms' surrogates, on 8-bit inputs, until the surrogates' top-2 margin is under two pixel
 /// levels: near the decision boundary, where the real platforms' rounding can tip the label.

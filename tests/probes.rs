@@ -4,6 +4,14 @@ mod common;
 
 use common::*;
 
+/// `hspi probe ARGS --json`, its report parsed.
+fn probe_report(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["probe"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    serde_json::from_str(&ok(&all).stdout).unwrap()
+}
+
 fn eqc_count(dir: &std::path::Path) -> usize {
     let v: serde_json::Value =
         serde_json::from_str(&ok(&["eqc", dir.to_str().unwrap(), "--json"]).stdout).unwrap();
@@ -60,18 +68,12 @@ fn a_minimized_probe_set_keeps_every_class_apart_with_fewer_probes() {
     let full = tmp.path().join("full");
     assert_eq!(collect_cnn(&full, "30", &[]).code, 0);
     let min = tmp.path().join("min.json");
-    let report: serde_json::Value = serde_json::from_str(
-        &ok(&[
-            "probe",
-            "minimize",
-            full.to_str().unwrap(),
-            "--out",
-            min.to_str().unwrap(),
-            "--json",
-        ])
-        .stdout,
-    )
-    .unwrap();
+    let report = probe_report(&[
+        "minimize",
+        full.to_str().unwrap(),
+        "--out",
+        min.to_str().unwrap(),
+    ]);
     assert_eq!(report["covered"], report["pairs"]);
     let chosen = report["probes_chosen"].as_u64().unwrap();
     assert!((1..30).contains(&chosen), "{report}");
@@ -93,18 +95,12 @@ fn border_inputs_split_every_pair_of_a_small_grid_and_identify_each_class() {
         0
     );
     let out = tmp.path().join("border.json");
-    let r: serde_json::Value = serde_json::from_str(
-        &ok(&[
-            "probe",
-            "border",
-            grid.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--json",
-        ])
-        .stdout,
-    )
-    .unwrap();
+    let r = probe_report(&[
+        "border",
+        grid.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(r["pairs"], 6);
     assert_eq!(r["found"], 6, "{r}");
     assert_eq!(r["identification_accuracy"], 1.0, "{r}");
@@ -123,18 +119,12 @@ fn border_inputs_split_all_300_pairs_of_the_cnn_grid() {
     let grid = tmp.path().join("grid");
     assert_eq!(collect_cnn(&grid, "20", &[]).code, 0);
     let out = tmp.path().join("border.json");
-    let r: serde_json::Value = serde_json::from_str(
-        &ok(&[
-            "probe",
-            "border",
-            grid.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--json",
-        ])
-        .stdout,
-    )
-    .unwrap();
+    let r = probe_report(&[
+        "border",
+        grid.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(
         (r["eqcs"].as_u64(), r["pairs"].as_u64()),
         (Some(25), Some(300))

@@ -78,13 +78,8 @@ pub enum Command {
         /// Candidate prompts, white-box.
         #[arg(long, default_value_t = 200)]
         count: usize,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Tokens to generate per written prompt when collected.
-        #[arg(long, default_value_t = 8)]
-        max_tokens: u32,
-        #[arg(long, default_value_t = 5)]
-        top_logprobs: u32,
+        #[command(flatten)]
+        prompt: PromptArgs,
         /// SmolLM2 GGUF file (default: the `hspi fetch smollm2` cache).
         #[arg(long)]
         weights: Option<PathBuf>,
@@ -95,17 +90,30 @@ pub enum Command {
     Prompts {
         #[arg(long, default_value_t = 20)]
         count: usize,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Tokens to generate per prompt.
-        #[arg(long, default_value_t = 8)]
-        max_tokens: u32,
-        /// Alternatives with logprobs per generated token.
-        #[arg(long, default_value_t = 5)]
-        top_logprobs: u32,
+        #[command(flatten)]
+        prompt: PromptArgs,
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// How seeded word-list prompts are generated and what each asks for.
+#[derive(Debug, clap::Args)]
+pub struct PromptArgs {
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Tokens to generate per prompt.
+    #[arg(long, default_value_t = 8)]
+    max_tokens: u32,
+    /// Alternatives with logprobs per generated token.
+    #[arg(long, default_value_t = 5)]
+    top_logprobs: u32,
+}
+
+impl PromptArgs {
+    fn prompts(&self, count: usize) -> hspi_datasets::ProbeSet {
+        hspi_probe::prompts(self.seed, count, self.max_tokens, self.top_logprobs)
+    }
 }
 
 fn minimize(datasets: &[PathBuf], out: &std::path::Path, json: bool) -> anyhow::Result<()> {
@@ -233,14 +241,12 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             white_box,
             formats,
             count,
-            seed,
-            max_tokens,
-            top_logprobs,
+            prompt,
             weights,
             json,
         } => {
             if white_box {
-                let candidates = hspi_probe::prompts(seed, count, max_tokens, top_logprobs);
+                let candidates = prompt.prompts(count);
                 super::border_prompts::white_box(
                     weights.as_deref(),
                     &formats,
@@ -252,16 +258,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 super::border_prompts::run(&datasets, &out, json)?
             }
         }
-        Command::Prompts {
-            count,
-            seed,
-            max_tokens,
-            top_logprobs,
-            out,
-        } => write(
-            &hspi_probe::prompts(seed, count, max_tokens, top_logprobs),
-            &out,
-        )?,
+        Command::Prompts { count, prompt, out } => write(&prompt.prompts(count), &out)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -90,11 +90,9 @@ pub fn cover(pairs: &[((usize, usize), Vec<usize>)]) -> Vec<usize> {
     chosen
 }
 
-/// The top label; the lowest index on an exact tie (as llama.cpp's greedy sampler).
+/// The top label (lowest index on ties), 0 for an empty vector.
 fn argmax(v: &[f32]) -> usize {
-    (0..v.len())
-        .max_by(|a, b| v[*a].total_cmp(&v[*b]).then(b.cmp(a)))
-        .unwrap_or(0)
+    hspi_datasets::top_label(v).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -230,10 +230,9 @@ pub fn log_softmax(logits: &[f32]) -> Vec<f32> {
     logits.iter().map(|x| x - m - ls).collect()
 }
 
+/// The top label (lowest index on ties), 0 for an empty vector.
 fn argmax(v: &[f32]) -> usize {
-    (0..v.len())
-        .max_by(|a, b| v[*a].total_cmp(&v[*b]).then(b.cmp(a)))
-        .unwrap_or(0)
+    hspi_datasets::top_label(v).unwrap_or(0)
 }
 
 fn sample(logits: &[f32], temperature: f32, rng: &mut ChaCha20Rng) -> usize {

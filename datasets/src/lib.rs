@@ -20,5 +20,7 @@ pub use platform::{
 };
 pub use probe::{content_id, GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};
 pub use provenance::{GpuInfo, HostProvenance};
-pub use record::{LogitBits, Logprob, Outputs, Record, Served, TokenStep, TopEntry, Usage};
+pub use record::{
+    top_label, LogitBits, Logprob, Outputs, Record, Served, TokenStep, TopEntry, Usage,
+};
 pub use store::{Dataset, DatasetWriter, OpenMode};

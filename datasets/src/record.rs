@@ -163,10 +163,9 @@ impl LogitBits {
     pub fn to_le_bytes(&self) -> Vec<u8> {
         self.0.iter().flat_map(|b| b.to_le_bytes()).collect()
     }
-    /// The top label; on an exact tie the lowest index, as numpy and torch break ties.
+    /// The top label; see [`top_label`].
     pub fn argmax(&self) -> Option<usize> {
-        let v = self.to_f32();
-        (0..v.len()).max_by(|a, b| v[*a].total_cmp(&v[*b]).then(b.cmp(a)))
+        top_label(&self.to_f32())
     }
 }
 
@@ -235,4 +234,11 @@ mod tests {
             _ => panic!(),
         }
     }
+}
+
+/// The index of the largest value (None when empty); on an exact tie the lowest index, as numpy,
+/// torch and llama.cpp's greedy sampler break ties. Every top-label comparison in hspi uses this one
+/// rule, so a border input or a greedy token means the same thing wherever it is checked.
+pub fn top_label(values: &[f32]) -> Option<usize> {
+    (0..values.len()).max_by(|a, b| values[*a].total_cmp(&values[*b]).then(b.cmp(a)))
 }

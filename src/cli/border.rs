@@ -93,9 +93,7 @@ pub fn run(
         let (mut wins, mut played) = (vec![0usize; n], vec![0usize; n]);
         for (a, b, border) in &found {
             let z = backend.forward(&[&border.input])?.remove(0);
-            let label = (0..z.len())
-                .max_by(|x, y| z[*x].total_cmp(&z[*y]).then(y.cmp(x)))
-                .unwrap_or(0);
+            let label = hspi_datasets::top_label(&z).unwrap_or(0);
             played[*a] += 1;
             played[*b] += 1;
             if label == border.label_a {

@@ -64,7 +64,7 @@ fn compare(answer: &View, reference: &View) -> [f64; PER_REFERENCE] {
             for (x, y) in a.iter().zip(b) {
                 diffs.add(*x, *y);
             }
-            let same_top = argmax(a) == argmax(b);
+            let same_top = hspi_datasets::top_label(a) == hspi_datasets::top_label(b);
             (
                 a == b && bits_equal(a, b),
                 f64::from(u8::from(same_top)),
@@ -131,10 +131,6 @@ fn steps_bit_equal(x: &StepView, y: &StepView) -> bool {
 
 fn bits_equal(a: &[f32], b: &[f32]) -> bool {
     a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
-}
-
-fn argmax(v: &[f32]) -> Option<usize> {
-    (0..v.len()).max_by(|a, b| v[*a].total_cmp(&v[*b]))
 }
 
 #[cfg(test)]

@@ -41,10 +41,9 @@ pub struct Border {
     pub evals: usize,
 }
 
+/// The top label (lowest index on ties), 0 for an empty vector.
 fn argmax(v: &[f32]) -> usize {
-    (0..v.len())
-        .max_by(|a, b| v[*a].total_cmp(&v[*b]).then(b.cmp(a)))
-        .unwrap_or(0)
+    hspi_datasets::top_label(v).unwrap_or(0)
 }
 
 fn quantize8(v: f32) -> f32 {

@@ -128,30 +128,59 @@ pub fn default_grid(model: &Model) -> Vec<Platform> {
     }
 }
 
-/// `default`, `candle` (the candle platforms of the default grid), `cuda` (every format and batch
-/// size on every GPU present), or a comma-separated list of platform strings.
+/// A comma-separated list whose items are platform strings or groups: `default` (the grid),
+/// `candle` (the grid's candle platforms), `cuda` (every precision and batch size on every GPU
+/// present). Repeats collapse to the first occurrence.
 pub fn parse_platforms(
     spec: &str,
     model: &Model,
 ) -> Result<Vec<Platform>, hspi_datasets::PlatformParseError> {
-    match spec.trim() {
-        "cuda" => Ok(crate::backend::cuda_platforms()),
-        "default" | "grid" => Ok(default_grid(model)),
-        "candle" => Ok(default_grid(model)
-            .into_iter()
-            .filter(|p| p.engine.kind == EngineKind::Candle)
-            .collect()),
-        list => list
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| s.trim().parse())
-            .collect(),
+    let mut out: Vec<Platform> = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let group = match item {
+            "cuda" => crate::backend::cuda_platforms(),
+            "default" | "grid" => default_grid(model),
+            "candle" => default_grid(model)
+                .into_iter()
+                .filter(|p| p.engine.kind == EngineKind::Candle)
+                .collect(),
+            platform => vec![platform.parse()?],
+        };
+        for p in group {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
     }
+    Ok(out)
+}
+
+/// Whether `spec` asks for the `cuda` group (which is empty on a machine without a GPU).
+pub fn names_cuda_group(spec: &str) -> bool {
+    spec.split(',').any(|item| item.trim() == "cuda")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_and_platform_strings_mix_in_one_list() {
+        let model = Model::Image(crate::zoo::cnn_digits::embedded());
+        let candle = parse_platforms("candle", &model).unwrap();
+        let extra = "cpu-avx2/emu/int8/acc-f32.seq.sk1.fma/bs1";
+        let mixed = parse_platforms(&format!("{extra}, candle,{}", candle[0]), &model).unwrap();
+        assert_eq!(mixed[0].to_string(), extra);
+        assert_eq!(
+            &mixed[1..],
+            &candle[..],
+            "the repeat of candle[0] collapses"
+        );
+        assert!(names_cuda_group("candle, cuda"));
+        assert!(!names_cuda_group("cuda-h100-sm90-132sm/cublas/f32/bs1"));
+        let e = parse_platforms("candle,gpu/x/f32/bs1", &model).unwrap_err();
+        assert!(e.to_string().contains("gpu/x/f32/bs1"), "{e}");
+    }
 
     #[test]
     fn image_grid_has_at_least_24_distinct_platforms() {

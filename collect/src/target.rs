@@ -5,7 +5,7 @@ use hspi_datasets::{
     EngineKind, Hardware, LogitBits, NumericFormat, Outputs, Platform, Probe, ProbeInput, Usage,
 };
 
-use crate::backend::{image_backend, ImageBackend};
+use crate::backend::{image_backend, CudaLm, ImageBackend};
 use crate::error::{CollectError, Result};
 use crate::zoo::{smollm2, Model, QuantizedLm, TinyLmRunner};
 
@@ -51,7 +51,32 @@ pub fn check_local(model: &Model, platform: &Platform) -> Result<()> {
     }
 }
 
-/// Language models run on candle's own CPU kernels at batch size 1, at the formats given.
+/// On a GPU, language models run on hspi's cuBLAS + NVRTC backend (GGUF llama models only).
+fn check_cuda_lm(platform: &Platform, model: &str) -> Result<()> {
+    if model == "tiny-lm" {
+        return Err(CollectError::Unsupported {
+            platform: platform.to_string(),
+            model: model.into(),
+            reason: "the GPU backend runs GGUF llama models (smollm2), not tiny-lm".into(),
+        });
+    }
+    if crate::backend::cuda_devices().is_empty() {
+        return Err(CollectError::NoCudaDriver);
+    }
+    if crate::backend::cuda_precision(platform).is_none() {
+        return Err(CollectError::Unsupported {
+            platform: platform.to_string(),
+            model: model.into(),
+            reason:
+                "cuBLAS runs f32, tf32, f16 and bf16 with f32 accumulation, and f16 with acc-f16"
+                    .into(),
+        });
+    }
+    Ok(())
+}
+
+/// Language models run on candle's own CPU kernels at batch size 1, at the formats given;
+/// on a GPU at the cuBLAS precisions and any batch size.
 fn check_candle_lm(platform: &Platform, model: &str, formats: &[NumericFormat]) -> Result<()> {
     let unsupported = |reason: String| CollectError::Unsupported {
         platform: platform.to_string(),
@@ -59,7 +84,7 @@ fn check_candle_lm(platform: &Platform, model: &str, formats: &[NumericFormat]) 
         reason,
     };
     if platform.is_cuda() {
-        return Err(CollectError::NoCudaDriver);
+        return check_cuda_lm(platform, model);
     }
     let here = hspi_datasets::provenance::isa_path();
     if !matches!(&platform.hardware, Hardware::Cpu { isa } if isa == here) {
@@ -101,6 +126,10 @@ pub fn open_local(model: &Model, platform: &Platform) -> Result<Box<dyn Target>>
             input_len: m.input_len(),
             batch_size: platform.batch_size as usize,
             backend: image_backend(platform, m)?,
+        }),
+        Model::Lm { path, .. } if platform.is_cuda() => Box::new(GpuLm {
+            id,
+            lm: CudaLm::load(path, platform)?,
         }),
         Model::Lm { path, .. } => Box::new(LocalLm {
             id,
@@ -209,6 +238,48 @@ impl Target for LocalLm {
                 }),
             })
             .collect()
+    }
+}
+
+/// A language model on the GPU, answering a platform-sized batch of prompts per call.
+struct GpuLm {
+    id: String,
+    lm: CudaLm,
+}
+
+impl Target for GpuLm {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn platform(&self) -> Option<&Platform> {
+        Some(self.lm.platform())
+    }
+    fn batch_size(&self) -> usize {
+        self.lm.platform().batch_size as usize
+    }
+    fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Answer>> {
+        let prompts = probes
+            .iter()
+            .map(|p| match &p.input {
+                ProbeInput::Tokens { ids } if !ids.is_empty() => Ok(ids.as_slice()),
+                other => Err(CollectError::ProbeMismatch {
+                    probe: p.id.clone(),
+                    model: self.id.clone(),
+                    reason: format!("expected token ids, got {}", describe(other)),
+                }),
+            })
+            .collect::<Result<Vec<&[u32]>>>()?;
+        Ok(self
+            .lm
+            .next_token_logits(&prompts)?
+            .into_iter()
+            .map(|v| {
+                Outputs::Logits {
+                    values: LogitBits::from_f32(&v),
+                }
+                .into()
+            })
+            .collect())
     }
 }
 

@@ -16,6 +16,7 @@ HARDWARE/ENGINE/FORMAT[/KERNEL]/bsN
   ENGINE:   candle[-VERSION] | emu[-VERSION] | cublas[-VERSION] | llamacpp[-VERSION] | vllm[-VERSION] | http[-VERSION]
   FORMAT:   f32 tf32 bf16 f16 fp8-e4m3 fp8-e5m2 int8 int4-g32 int4-g128 mxint8 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q6_k
   KERNEL:   acc-(f32|f16|bf16).(seq|pair|blkK).skN.(fma|nofma)   e.g. acc-f32.blk32.sk2.fma
+            or acc-(f32|f16|bf16) alone: the library (cuBLAS) picks the rest
   bsN:      batch size, e.g. bs1
 example: cpu-avx2/candle-0.11.1/bf16/bs1";
 
@@ -99,7 +100,12 @@ pub enum Accumulator {
 pub enum ReductionOrder {
     Sequential,
     Pairwise,
-    Blocked { tile: u32 },
+    Blocked {
+        tile: u32,
+    },
+    /// The library picks order, split-K and FMA itself (cuBLAS heuristics, which vary with the
+    /// GPU and the problem shape); only the accumulator type is asked for.
+    Library,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -422,12 +428,16 @@ impl fmt::Display for ReductionOrder {
             ReductionOrder::Sequential => f.write_str("seq"),
             ReductionOrder::Pairwise => f.write_str("pair"),
             ReductionOrder::Blocked { tile } => write!(f, "blk{tile}"),
+            ReductionOrder::Library => f.write_str("lib"),
         }
     }
 }
 
 impl fmt::Display for KernelOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.order == ReductionOrder::Library {
+            return write!(f, "acc-{}", self.accumulator);
+        }
         write!(
             f,
             "acc-{}.{}.sk{}.{}",
@@ -444,16 +454,26 @@ impl FromStr for KernelOptions {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad =
             |what: &str| format!("kernel options '{s}': {what} (expected acc-f32.blk32.sk2.fma)");
+        let accumulator = |acc: &str| match acc.strip_prefix("acc-") {
+            Some("f32") => Ok(Accumulator::F32),
+            Some("f16") => Ok(Accumulator::F16),
+            Some("bf16") => Ok(Accumulator::Bf16),
+            _ => Err(bad("accumulator must be acc-f32, acc-f16 or acc-bf16")),
+        };
         let parts: Vec<&str> = s.split('.').collect();
         let [acc, order, sk, fma] = parts.as_slice() else {
-            return Err(bad("expected four parts separated by '.'"));
+            // The short form: the accumulator alone, the rest chosen by the library.
+            if let [acc] = parts.as_slice() {
+                return Ok(KernelOptions {
+                    accumulator: accumulator(acc)?,
+                    order: ReductionOrder::Library,
+                    split_k: 1,
+                    fma: true,
+                });
+            }
+            return Err(bad("expected acc-X alone or four parts separated by '.'"));
         };
-        let accumulator = match acc.strip_prefix("acc-") {
-            Some("f32") => Accumulator::F32,
-            Some("f16") => Accumulator::F16,
-            Some("bf16") => Accumulator::Bf16,
-            _ => return Err(bad("accumulator must be acc-f32, acc-f16 or acc-bf16")),
-        };
+        let accumulator = accumulator(acc)?;
         let order = match *order {
             "seq" => ReductionOrder::Sequential,
             "pair" => ReductionOrder::Pairwise,
@@ -504,6 +524,7 @@ mod tests {
             "cpu-generic/emu-0.1.0/int4-g128/acc-bf16.pair.sk1.nofma/bs32",
             "cuda-nvidia-h100-pcie-sm90-114sm/cublas-12.6/tf32/bs8",
             "cuda-a100-sxm4-80gb-sm80-108sm/cublas/f16/acc-f16.seq.sk4.fma/bs1",
+            "cuda-nvidia-h100-80gb-hbm3-sm90-132sm/cublas-13.1.0/f16/acc-f16/bs8",
             "remote-api.example.com/http/q4_0/bs1",
             "cpu-avx2/llamacpp-b6000/q8_0/bs1",
         ] {
@@ -569,6 +590,8 @@ mod tests {
                 "cpu-avx2/emu/f32/acc-f64.seq.sk1.fma/bs1",
                 "accumulator must be",
             ),
+            ("cpu-avx2/emu/f32/acc-f64/bs1", "accumulator must be"),
+            ("cpu-avx2/emu/f32/acc-f32.seq/bs1", "expected acc-X alone"),
         ];
         for (input, needle) in cases {
             let e = input.parse::<Platform>().unwrap_err().to_string();

@@ -27,6 +27,9 @@ pub struct GpuInfo {
     pub driver_version: String,
     pub cuda_runtime_version: String,
     pub cublas_version: String,
+    /// The run-time compiler that built hspi's elementwise kernels for this GPU.
+    #[serde(default)]
+    pub nvrtc_version: String,
 }
 
 impl HostProvenance {

@@ -81,13 +81,7 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
         } => {
             let m = Model::load(ModelId::parse(&model)?, None)?;
             // Platforms are listed as asked, not checked here: the plan is for other machines.
-            let list = match platforms.as_str() {
-                "default" | "candle" | "cuda" => grid::parse_platforms(&platforms, &m)?,
-                _ => platforms
-                    .split(',')
-                    .map(|p| p.trim().parse().map_err(anyhow::Error::from))
-                    .collect::<anyhow::Result<Vec<_>>>()?,
-            };
+            let list = grid::parse_platforms(&platforms, &m)?;
             let set = super::collect::probe_set_for(&m, &probes, seed)?;
             let plan = Plan::new(&model, &set, &list, shards)?;
             std::fs::create_dir_all(out.join("logs"))

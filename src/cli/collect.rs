@@ -4,8 +4,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use hspi_collect::{collect, grid, open_local, Model, ModelId, PendingTarget};
 use hspi_datasets::{
-    manifest::unix_now, DatasetWriter, HostProvenance, Manifest, OpenMode, ProbeInput, ProbeSet,
-    ProbeSetInfo, Session, SCHEMA_VERSION,
+    manifest::unix_now, DatasetWriter, HostProvenance, Manifest, OpenMode, Platform, ProbeInput,
+    ProbeSet, ProbeSetInfo, Session, SCHEMA_VERSION,
 };
 
 use crate::printer;
@@ -149,7 +149,7 @@ pub fn collect_local(args: &Args) -> anyhow::Result<Summary> {
     }
     let info = model.info();
     let platforms = grid::parse_platforms(&args.platforms, &model)?;
-    if platforms.is_empty() && args.platforms.trim() == "cuda" {
+    if grid::names_cuda_group(&args.platforms) && !platforms.iter().any(Platform::is_cuda) {
         return Err(hspi_collect::CollectError::NoCudaDriver.into());
     }
     if platforms.is_empty() {
@@ -167,7 +167,10 @@ pub fn collect_local(args: &Args) -> anyhow::Result<Summary> {
         platforms: platforms.clone(),
         sessions: Vec::new(),
     };
-    let session = new_session();
+    let mut session = new_session();
+    if platforms.iter().any(Platform::is_cuda) {
+        session.provenance.gpus = hspi_collect::backend::cuda_devices();
+    }
     let mut writer = DatasetWriter::open(&args.out, &manifest, &probes, session, open_mode(args))?;
     let targets: Vec<PendingTarget> = platforms
         .iter()

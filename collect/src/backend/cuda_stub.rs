@@ -1,7 +1,9 @@
 //! The CUDA backend's stand-in for builds without the `cuda` feature: it reports why it cannot
 //! run, so callers need no `cfg`.
 
-use hspi_datasets::{GpuInfo, Platform};
+use std::path::Path;
+
+use hspi_datasets::{Accumulator, GpuInfo, NumericFormat, Platform};
 
 use super::ImageBackend;
 use crate::error::{CollectError, Result};
@@ -34,4 +36,26 @@ pub fn cuda_devices() -> Vec<GpuInfo> {
 /// CUDA platforms this build can run: none without the `cuda` feature.
 pub fn cuda_platforms() -> Vec<Platform> {
     Vec::new()
+}
+
+/// Language models on the GPU: unavailable without the `cuda` feature.
+pub struct CudaLm {
+    platform: Platform,
+}
+
+impl CudaLm {
+    pub fn load(_path: &Path, _platform: &Platform) -> Result<CudaLm> {
+        Err(CollectError::NoCudaDriver)
+    }
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+    pub fn next_token_logits(&self, _prompts: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        Err(CollectError::NoCudaDriver)
+    }
+}
+
+/// The precision a cuBLAS platform asks for; this build runs none.
+pub fn precision(_platform: &Platform) -> Option<(NumericFormat, Accumulator)> {
+    None
 }

@@ -49,7 +49,8 @@ impl Gemm {
 
     fn reduce(&self, a: &[f32], b: &[f32]) -> f64 {
         match self.kernel.order {
-            ReductionOrder::Sequential => self.chain(a, b),
+            // Refused by `Emulated::new`; sequential is the nearest meaning.
+            ReductionOrder::Sequential | ReductionOrder::Library => self.chain(a, b),
             ReductionOrder::Pairwise => self.pairwise(a, b),
             ReductionOrder::Blocked { tile } => {
                 let tile = tile as usize;

@@ -7,7 +7,7 @@ pub mod quant;
 
 pub use gemm::Gemm;
 
-use hspi_datasets::{KernelOptions, NumericFormat, Platform};
+use hspi_datasets::{KernelOptions, NumericFormat, Platform, ReductionOrder};
 
 use super::ImageBackend;
 use crate::error::{CollectError, Result};
@@ -59,6 +59,15 @@ impl Emulated {
             });
         }
         let kernel = platform.kernel.unwrap_or_default();
+        if kernel.order == ReductionOrder::Library {
+            return Err(CollectError::Unsupported {
+                platform: platform.to_string(),
+                model: model.id.clone(),
+                reason: "the emulated kernels need an explicit reduction order \
+                         (acc-f32.seq.sk1.fma, …); acc-X alone leaves it to a GPU library"
+                    .into(),
+            });
+        }
         let layers = model.layers.iter().map(|l| prepare(l, format)).collect();
         Ok(Emulated {
             platform: platform.clone(),

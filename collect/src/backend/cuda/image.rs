@@ -1,0 +1,192 @@
+//! Image models on the GPU: convolutions as im2col + cuBLAS GEMM, linear layers as GEMM, bias,
+//! ReLU and pooling as NVRTC kernels. Activations stay on the device, rounded to the platform's
+//! storage format after every layer; the whole batch goes through each GEMM together, as a
+//! served batch would.
+
+use std::sync::Arc;
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{CudaSlice, CudaStream};
+use half::{bf16, f16};
+use hspi_datasets::Platform;
+
+use super::gemm::{DeviceMatrix, Gemm};
+use super::kernels::{Kernels, Storage};
+use super::{context_for, cuda_err, precision};
+use crate::backend::ImageBackend;
+use crate::error::{CollectError, Result};
+use crate::zoo::{ImageModel, Layer};
+
+enum Step {
+    Layer {
+        weight: DeviceMatrix,
+        bias: CudaSlice<f32>,
+        rows: usize,
+        k: usize,
+        /// (kernel, padding) for a convolution.
+        conv: Option<(usize, usize)>,
+    },
+    Relu,
+    MaxPool2,
+    Flatten,
+}
+
+pub struct CudaImage {
+    platform: Platform,
+    stream: Arc<CudaStream>,
+    gemm: Gemm,
+    kernels: Kernels,
+    input_shape: [usize; 3],
+    steps: Vec<Step>,
+}
+
+/// Host f32 values to the device in the GEMM operand type of `storage`.
+pub(super) fn upload(
+    stream: &Arc<CudaStream>,
+    values: &[f32],
+    storage: Storage,
+) -> Result<DeviceMatrix> {
+    let half = |bits: Vec<u16>| -> Result<DeviceMatrix> {
+        Ok(DeviceMatrix::Half(
+            stream.clone_htod(&bits).map_err(cuda_err)?,
+        ))
+    };
+    match storage {
+        Storage::F16 => half(values.iter().map(|v| f16::from_f32(*v).to_bits()).collect()),
+        Storage::Bf16 => half(
+            values
+                .iter()
+                .map(|v| bf16::from_f32(*v).to_bits())
+                .collect(),
+        ),
+        Storage::F32 => Ok(DeviceMatrix::F32(
+            stream.clone_htod(values).map_err(cuda_err)?,
+        )),
+    }
+}
+
+impl CudaImage {
+    pub fn new(platform: &Platform, model: &ImageModel) -> Result<CudaImage> {
+        let unsupported = |reason: String| CollectError::Unsupported {
+            platform: platform.to_string(),
+            model: model.id.clone(),
+            reason,
+        };
+        let ctx = context_for(platform)?;
+        let (format, accumulator) = precision(platform).ok_or_else(|| {
+            unsupported(
+                "cuBLAS runs f32, tf32, f16 and bf16 with f32 accumulation, and f16 with \
+                 acc-f16; the kernel field may only name the accumulator"
+                    .into(),
+            )
+        })?;
+        let stream = ctx.default_stream();
+        let gemm = Gemm {
+            blas: CudaBlas::new(stream.clone()).map_err(cuda_err)?,
+            stream: stream.clone(),
+            format,
+            accumulator,
+        };
+        let kernels = Kernels::compile(&ctx, stream.clone())?;
+        let mut steps = Vec::new();
+        for layer in &model.layers {
+            steps.push(match (layer.gemm(), layer) {
+                (Some(g), _) => Step::Layer {
+                    weight: upload(&stream, g.weight, gemm.storage())?,
+                    bias: stream.clone_htod(g.bias).map_err(cuda_err)?,
+                    rows: g.rows,
+                    k: g.k,
+                    conv: g.conv.map(|c| (c.kernel, c.padding)),
+                },
+                (None, Layer::Relu) => Step::Relu,
+                (None, Layer::MaxPool2) => Step::MaxPool2,
+                (None, _) => Step::Flatten,
+            });
+        }
+        Ok(CudaImage {
+            platform: platform.clone(),
+            stream,
+            gemm,
+            kernels,
+            input_shape: model.input_shape,
+            steps,
+        })
+    }
+
+    /// The GEMM operand for activations `x` ([positions, k] row-major, f32 stored values).
+    fn operand(&self, x: CudaSlice<f32>) -> Result<DeviceMatrix> {
+        Ok(match self.gemm.storage() {
+            Storage::F32 => DeviceMatrix::F32(x),
+            half => DeviceMatrix::Half(self.kernels.to_half_bits(&x, half)?),
+        })
+    }
+}
+
+impl ImageBackend for CudaImage {
+    fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    fn forward(&self, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>> {
+        let batch = inputs.len();
+        let storage = self.gemm.storage();
+        let [mut c, mut h, mut w] = self.input_shape;
+        let mut x = self.stream.clone_htod(&inputs.concat()).map_err(cuda_err)?;
+        self.kernels.round_to_storage(&mut x, storage)?;
+        for step in &self.steps {
+            match step {
+                Step::Layer {
+                    weight,
+                    bias,
+                    rows,
+                    k,
+                    conv,
+                } => {
+                    let (cols, positions) = match conv {
+                        Some((kernel, padding)) => {
+                            let cols =
+                                self.kernels
+                                    .im2col(&x, batch, [c, h, w], *kernel, *padding)?;
+                            h = h + 2 * padding + 1 - kernel;
+                            w = w + 2 * padding + 1 - kernel;
+                            (cols, h * w)
+                        }
+                        None => (x, 1),
+                    };
+                    let out = self.gemm.run(
+                        weight,
+                        &self.operand(cols)?,
+                        *rows,
+                        batch * positions,
+                        *k,
+                    )?;
+                    x = match &out {
+                        DeviceMatrix::F32(o) => self.kernels.add_bias_store(
+                            o,
+                            Storage::F32,
+                            bias,
+                            batch,
+                            *rows,
+                            positions,
+                            storage,
+                        )?,
+                        DeviceMatrix::Half(o) => self
+                            .kernels
+                            .add_bias_store(o, storage, bias, batch, *rows, positions, storage)?,
+                    };
+                    c = *rows;
+                }
+                Step::Relu => self.kernels.relu(&mut x)?,
+                Step::MaxPool2 => {
+                    x = self.kernels.max_pool2(&x, batch, [c, h, w])?;
+                    h /= 2;
+                    w /= 2;
+                }
+                Step::Flatten => {}
+            }
+        }
+        let flat = self.stream.clone_dtoh(&x).map_err(cuda_err)?;
+        let per_input = flat.len() / batch.max(1);
+        Ok(flat.chunks(per_input).map(<[f32]>::to_vec).collect())
+    }
+}

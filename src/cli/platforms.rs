@@ -32,6 +32,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "cnn-digits-cuda": cuda,
                 "tiny-lm": tiny,
                 "smollm2": { "platforms": lm, "weights": lm_weights },
+                "smollm2-cuda": cuda,
             }
         });
         printer::data(&serde_json::to_string_pretty(&v)?);
@@ -42,6 +43,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         out.push_str(
             "GPUs: none usable (CUDA platforms need a build with --features cuda and a driver)\n",
         );
+    }
+    for gpu in &gpus {
+        out.push_str(&format!(
+            "GPU: {} (sm {}.{}, {} SMs, {:.1} GiB), driver {}, CUDA runtime {}, cuBLAS {}, NVRTC {}\n",
+            gpu.name,
+            gpu.compute_capability.0,
+            gpu.compute_capability.1,
+            gpu.sm_count,
+            gpu.memory_bytes as f64 / (1u64 << 30) as f64,
+            gpu.driver_version,
+            gpu.cuda_runtime_version,
+            gpu.cublas_version,
+            gpu.nvrtc_version
+        ));
+    }
+    if !cuda.is_empty() {
+        out.push_str(&format!(
+            "\ncnn-digits and smollm2 on the GPU ({} platforms, --platforms cuda):\n",
+            cuda.len()
+        ));
+        cuda.iter().for_each(|p| out.push_str(&format!("  {p}\n")));
     }
     out.push_str(&format!(
         "\ncnn-digits ({} platforms, the default grid):\n",

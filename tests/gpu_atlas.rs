@@ -1,0 +1,107 @@
+//! The committed GPU atlas (datasets/atlas/, collected on an NVIDIA H100 by .ci/gpu-atlas) read
+//! on a machine without a GPU: the records are intact, name the GPU that made them, and every
+//! GPU platform falls in an equivalence class of its own, apart from every CPU platform hspi
+//! computes here on the same probes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use hspi_datasets::Dataset;
+
+fn atlas(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/atlas")
+        .join(name)
+}
+
+/// Collect `platforms` on this machine over the atlas dataset's own probe set, then group the
+/// atlas and the local records together: each class's members.
+fn eqcs_with_local(name: &str, model: &str, platforms: &str) -> Vec<Vec<String>> {
+    let tmp = tempfile::tempdir().unwrap();
+    let local = tmp.path().join("cpu");
+    let probes = atlas(name).join("probes.json");
+    let r = run(&[
+        "collect",
+        "--model",
+        model,
+        "--probes",
+        probes.to_str().unwrap(),
+        "--platforms",
+        platforms,
+        "--out",
+        local.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&[
+        "eqc",
+        "--json",
+        atlas(name).to_str().unwrap(),
+        local.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    v["eqcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m.as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+fn assert_gpu_classes_apart(eqcs: &[Vec<String>], gpu_platforms: usize, min_gpu_classes: usize) {
+    let is_gpu = |p: &String| p.starts_with("cuda-");
+    for class in eqcs {
+        assert!(
+            class.iter().all(is_gpu) || !class.iter().any(is_gpu),
+            "a GPU and a CPU platform answered every probe bit for bit alike: {class:?}"
+        );
+    }
+    let gpu: Vec<&Vec<String>> = eqcs.iter().filter(|c| c.iter().all(is_gpu)).collect();
+    assert_eq!(gpu.iter().map(|c| c.len()).sum::<usize>(), gpu_platforms);
+    assert!(
+        gpu.len() >= min_gpu_classes,
+        "{} GPU classes: {gpu:?}",
+        gpu.len()
+    );
+}
+
+#[test]
+fn the_atlas_records_are_intact_and_name_the_gpu() {
+    for (name, records) in [("cnn-digits-h100", 3000), ("smollm2-h100-bs1", 20)] {
+        let r = run(&["dataset", "verify", atlas(name).to_str().unwrap()]);
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        let dataset = Dataset::open(&atlas(name)).unwrap();
+        assert_eq!(dataset.records().unwrap().len(), records, "{name}");
+        let session = &dataset.manifest.sessions[0];
+        let gpu = &session.provenance.gpus[0];
+        assert_eq!(gpu.name, "NVIDIA H100 80GB HBM3", "{name}");
+        assert_eq!((gpu.compute_capability, gpu.sm_count), ((9, 0), 132));
+        assert!(dataset.manifest.platforms.iter().all(|p| p
+            .to_string()
+            .starts_with("cuda-nvidia-h100-80gb-hbm3-sm90-132sm/cublas-13.1.0/")));
+    }
+}
+
+#[test]
+fn cnn_gpu_platforms_stand_apart_from_the_cpu_grid() {
+    let eqcs = eqcs_with_local("cnn-digits-h100", "cnn-digits", "default");
+    // 15 GPU platforms: 5 precisions × batch 1, 8, 32. On the H100, f32 and tf32 differ at every
+    // batch size; bf16 not at all; f16 only between batch 1 and the rest (11 classes recorded).
+    assert_gpu_classes_apart(&eqcs, 15, 11);
+    assert!(eqcs.len() >= 11 + 24, "{} classes", eqcs.len());
+}
+
+#[test]
+fn smollm2_gpu_platforms_stand_apart_from_candle_on_the_cpu() {
+    let eqcs = eqcs_with_local("smollm2-h100-bs1", "smollm2", "default");
+    assert_gpu_classes_apart(&eqcs, 5, 5);
+}

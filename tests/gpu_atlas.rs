@@ -79,7 +79,7 @@ fn the_atlas_records_are_intact_and_name_the_gpu() {
     for (name, records) in [("cnn-digits-h100", 3000), ("smollm2-h100-bs1", 20)] {
         let r = run(&["dataset", "verify", atlas(name).to_str().unwrap()]);
         assert_eq!(r.code, 0, "{name}: {}", r.stderr);
-        let dataset = Dataset::open(&atlas(name)).unwrap();
+        let dataset = Dataset::open(atlas(name)).unwrap();
         assert_eq!(dataset.records().unwrap().len(), records, "{name}");
         let session = &dataset.manifest.sessions[0];
         let gpu = &session.provenance.gpus[0];

@@ -1,19 +1,25 @@
-//! The collector: run every pending (target, probe) pair and append records durably. Each batch
-//! is on disk before progress moves on, so a crash loses only work never acknowledged.
+//! The collector: run every pending (target, probe) pair and append records durably. Answers
+//! are computed on the calling thread while a second thread encodes, appends and fsyncs them,
+//! so disk work overlaps the model's. Progress moves only when a batch is on disk, so a crash
+//! loses only work never acknowledged.
 
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::time::Instant;
 
 use hspi_datasets::{DatasetWriter, Platform, ProbeSet, Record, Served};
 
-use crate::error::Result;
+use crate::error::{CollectError, Result};
 use crate::target::Target;
 
 /// Records appended (and fsynced) together.
 const APPEND_BATCH: usize = 512;
-/// The most work a crash can lose: answers older than this are appended and synced.
+/// The most work a crash can lose: answers older than this are handed to the appender.
 const FLUSH_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
+/// Batches waiting for the appender at most; computing waits beyond that, which bounds both
+/// memory and what a crash can lose.
+const QUEUED_BATCHES: usize = 2;
 
-pub trait Progress {
+pub trait Progress: Sync {
     fn start(&self, total: u64, done: u64);
     fn target(&self, id: &str);
     fn advance(&self, n: u64);
@@ -63,6 +69,56 @@ pub fn collect(
     let remaining: usize = pending.iter().map(Vec::len).sum();
     summary.already_done = total as usize - remaining;
     progress.start(total, summary.already_done as u64);
+    let (computed, appended) = std::thread::scope(|scope| {
+        let (queue, batches) = sync_channel::<Vec<Record>>(QUEUED_BATCHES);
+        let appender = scope.spawn(move || -> Result<usize> {
+            let mut written = 0;
+            for batch in batches {
+                writer.append(&batch)?;
+                written += batch.len();
+                progress.advance(batch.len() as u64);
+            }
+            Ok(written)
+        });
+        let computed = answer_all(targets, pending, &queue, progress);
+        // Closing the queue lets the appender drain it: answers given before a failure are
+        // still appended before the failure is reported.
+        drop(queue);
+        let appended = appender.join().expect("the appender does not panic");
+        (computed, appended)
+    });
+    progress.finish();
+    // A failed append explains a stopped computation (its queue closed), so it comes first.
+    summary.written = appended?;
+    match computed {
+        Ok(()) => Ok(summary),
+        Err(Stopped::Failed(e)) => Err(e),
+        Err(Stopped::AppenderGone) => unreachable!("the appender stops early only on an error"),
+    }
+}
+
+/// Why answering stopped early.
+enum Stopped {
+    Failed(CollectError),
+    /// The queue closed: the appender failed, and `collect` reports its error.
+    AppenderGone,
+}
+
+impl From<CollectError> for Stopped {
+    fn from(e: CollectError) -> Stopped {
+        Stopped::Failed(e)
+    }
+}
+
+/// Open each target with work left and answer its probes, queueing records for the appender.
+/// Returns early with the target's error, after queueing what it answered before it.
+fn answer_all(
+    targets: &[PendingTarget<'_>],
+    pending: Vec<Vec<&hspi_datasets::Probe>>,
+    queue: &SyncSender<Vec<Record>>,
+    progress: &dyn Progress,
+) -> std::result::Result<(), Stopped> {
+    let appender_stopped = |_| Stopped::AppenderGone;
     for (spec, todo) in targets.iter().zip(pending) {
         if todo.is_empty() {
             continue;
@@ -72,14 +128,15 @@ pub fn collect(
         let bs = target.batch_size().max(1);
         let mut records = Vec::with_capacity(APPEND_BATCH);
         let mut last_flush = Instant::now();
-        let mut failure = None;
         for batch in todo.chunks(bs) {
             let started = Instant::now();
             let outputs = match target.answer(batch) {
                 Ok(o) => o,
                 Err(e) => {
-                    failure = Some(e);
-                    break;
+                    if !records.is_empty() {
+                        queue.send(records).map_err(appender_stopped)?;
+                    }
+                    return Err(e.into());
                 }
             };
             let per_probe = started.elapsed().as_micros() as u64 / batch.len() as u64;
@@ -94,27 +151,16 @@ pub fn collect(
                     served: Served::from_answer(answer.served_model, answer.system_fingerprint),
                 });
             }
-            // Each append is fsynced: batch fast answers (fewer syncs), but never hold more
-            // than FLUSH_AFTER of work unacknowledged.
+            // Batch fast answers (fewer fsyncs), but never hold more than FLUSH_AFTER of work.
             if records.len() >= APPEND_BATCH || last_flush.elapsed() >= FLUSH_AFTER {
-                writer.append(&records)?;
-                summary.written += records.len();
-                progress.advance(records.len() as u64);
-                records.clear();
+                let full = std::mem::replace(&mut records, Vec::with_capacity(APPEND_BATCH));
+                queue.send(full).map_err(appender_stopped)?;
                 last_flush = Instant::now();
             }
         }
-        // What was answered before a failure is kept: append first, then report.
         if !records.is_empty() {
-            writer.append(&records)?;
-            summary.written += records.len();
-            progress.advance(records.len() as u64);
-        }
-        if let Some(e) = failure {
-            progress.finish();
-            return Err(e);
+            queue.send(records).map_err(appender_stopped)?;
         }
     }
-    progress.finish();
-    Ok(summary)
+    Ok(())
 }

@@ -24,16 +24,11 @@ pub fn read_probe_set(path: &Path) -> Result<ProbeSet, ProbeError> {
         path: path.into(),
         reason: e.to_string(),
     })?;
-    if let Some((index, p)) = set
-        .probes
-        .iter()
-        .enumerate()
-        .find(|(_, p)| !p.id_matches_content())
-    {
+    if let Some(index) = first_id_mismatch(&set.probes) {
         return Err(ProbeError::IdMismatch {
             path: path.into(),
             index,
-            id: p.id.clone(),
+            id: set.probes[index].id.clone(),
         });
     }
     let mut seen = std::collections::HashMap::new();
@@ -48,6 +43,30 @@ pub fn read_probe_set(path: &Path) -> Result<ProbeSet, ProbeError> {
         }
     }
     Ok(set)
+}
+
+/// The first probe whose id is not the hash of its input. Hashing every input's JSON is most of
+/// the cost of reading a large probe set, so the probes are checked on every core.
+fn first_id_mismatch(probes: &[hspi_datasets::Probe]) -> Option<usize> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = probes.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = probes
+            .chunks(chunk)
+            .enumerate()
+            .map(|(c, part)| {
+                scope.spawn(move || {
+                    part.iter()
+                        .position(|p| !p.id_matches_content())
+                        .map(|i| c * chunk + i)
+                })
+            })
+            .collect();
+        parts
+            .into_iter()
+            .filter_map(|h| h.join().expect("hashing a probe does not panic"))
+            .min()
+    })
 }
 
 #[cfg(test)]

@@ -125,10 +125,10 @@ fn answer_all(
         }
         progress.target(&spec.id);
         let mut target = (spec.open)()?;
-        let bs = target.batch_size().max(1);
+        let per_call = target.batch_size().max(1) * target.batches_per_call().max(1);
         let mut records = Vec::with_capacity(APPEND_BATCH);
         let mut last_flush = Instant::now();
-        for batch in todo.chunks(bs) {
+        for batch in todo.chunks(per_call) {
             let started = Instant::now();
             let outputs = match target.answer(batch) {
                 Ok(o) => o,

@@ -15,6 +15,11 @@ pub trait Target {
     fn platform(&self) -> Option<&Platform>;
     /// How many probes one call answers together (the platform's batch size).
     fn batch_size(&self) -> usize;
+    /// How many batches one `answer` call may take: a target that computes independent batches
+    /// on several cores splits them itself, each still at the platform's batch size.
+    fn batches_per_call(&self) -> usize {
+        1
+    }
     fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Answer>>;
 }
 
@@ -125,7 +130,9 @@ pub fn open_local(model: &Model, platform: &Platform) -> Result<Box<dyn Target>>
             model: m.id.clone(),
             input_len: m.input_len(),
             batch_size: platform.batch_size as usize,
-            backend: image_backend(platform, m)?,
+            backends: (0..image_workers(platform))
+                .map(|_| image_backend(platform, m))
+                .collect::<Result<_>>()?,
         }),
         Model::Lm { path, .. } if platform.is_cuda() => Box::new(GpuLm {
             id,
@@ -147,12 +154,24 @@ pub fn open_local(model: &Model, platform: &Platform) -> Result<Box<dyn Target>>
     })
 }
 
+/// CPU image platforms compute independent batches on every core when their kernels run on one
+/// thread (as `hspi collect` sets them): the same bits per input, several inputs at once. Kernel
+/// threads or batch workers, never both; a GPU platform gets one worker.
+fn image_workers(platform: &Platform) -> usize {
+    let single_threaded_kernels = std::env::var("RAYON_NUM_THREADS").is_ok_and(|n| n.trim() == "1");
+    if platform.is_cuda() || !single_threaded_kernels {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
 struct LocalImage {
     id: String,
     model: String,
     input_len: usize,
     batch_size: usize,
-    backend: Box<dyn ImageBackend>,
+    /// One backend per worker thread.
+    backends: Vec<Box<dyn ImageBackend>>,
 }
 
 impl Target for LocalImage {
@@ -160,10 +179,18 @@ impl Target for LocalImage {
         &self.id
     }
     fn platform(&self) -> Option<&Platform> {
-        Some(self.backend.platform())
+        Some(self.backends[0].platform())
     }
     fn batch_size(&self) -> usize {
         self.batch_size
+    }
+    fn batches_per_call(&self) -> usize {
+        match self.backends.len() {
+            1 => 1,
+            // Enough inputs per worker that starting its thread costs little (a CNN forward
+            // pass takes ~30 µs), few enough that a call stays short.
+            workers => workers * (64 / self.batch_size.max(1)).max(1),
+        }
     }
     fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Answer>> {
         let mut inputs = Vec::with_capacity(probes.len());
@@ -186,7 +213,6 @@ impl Target for LocalImage {
             }
         }
         Ok(self
-            .backend
             .forward(&inputs)?
             .into_iter()
             .map(|v| {
@@ -196,6 +222,38 @@ impl Target for LocalImage {
                 .into()
             })
             .collect())
+    }
+}
+
+impl LocalImage {
+    /// Platform-sized batches, spread over the workers in contiguous runs; outputs in input order.
+    fn forward(&mut self, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>> {
+        let bs = self.batch_size.max(1);
+        let run = |backend: &dyn ImageBackend, part: &[&[f32]]| -> Result<Vec<Vec<f32>>> {
+            let mut out = Vec::with_capacity(part.len());
+            for batch in part.chunks(bs) {
+                out.extend(backend.forward(batch)?);
+            }
+            Ok(out)
+        };
+        let batches = inputs.len().div_ceil(bs);
+        if self.backends.len() == 1 || batches <= 1 {
+            return run(self.backends[0].as_ref(), inputs);
+        }
+        let per_worker = batches.div_ceil(self.backends.len()) * bs;
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = self
+                .backends
+                .iter_mut()
+                .zip(inputs.chunks(per_worker))
+                .map(|(backend, part)| scope.spawn(move || run(backend.as_ref(), part)))
+                .collect();
+            let mut out = Vec::with_capacity(inputs.len());
+            for part in parts {
+                out.extend(part.join().expect("a forward pass does not panic")?);
+            }
+            Ok(out)
+        })
     }
 }
 

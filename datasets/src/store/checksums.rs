@@ -50,6 +50,13 @@ impl Checksums {
         Ok(())
     }
 
+    /// Record the hash of bytes just written to `rel`, without reading them back.
+    pub fn record_bytes(&mut self, rel: &str, bytes: &[u8]) {
+        use sha2::{Digest, Sha256};
+        self.entries
+            .insert(rel.to_string(), hex::encode(Sha256::digest(bytes)));
+    }
+
     pub fn is_sealed(&self, rel: &str) -> bool {
         self.entries.contains_key(rel)
     }

@@ -28,10 +28,15 @@ pub enum OpenMode {
 
 pub struct DatasetWriter {
     dir: PathBuf,
+    /// A new dataset's probes.json and manifest, written on their own thread while the first
+    /// answers are computed; joined before the first record is appended.
+    header: Option<std::thread::JoinHandle<Result<Checksums>>>,
     checksums: Checksums,
     shard_rel: String,
     shard: File,
     shard_records: usize,
+    /// sha256 of the open shard's bytes so far: sealing needs no read-back.
+    shard_hash: sha2::Sha256,
     next_shard: u32,
     done: HashSet<(String, String)>,
 }
@@ -94,13 +99,28 @@ impl DatasetWriter {
         fs::create_dir_all(&records).map_err(DatasetError::io(&records))?;
         let mut manifest = manifest.clone();
         manifest.sessions = sessions;
-        let probes_json = serde_json::to_vec(probes).expect("probe sets serialise");
-        write_atomic(&dir.join(PROBES), &probes_json)?;
-        let mut checksums = Checksums::default();
-        checksums.record(dir, PROBES)?;
-        // The manifest goes last: its presence marks a dataset that can be resumed.
-        write_manifest(dir, &manifest, &mut checksums)?;
-        Self::with_new_shard(dir, checksums, HashSet::new(), 0)
+        let (header_dir, probes) = (dir.to_path_buf(), probes.clone());
+        let header = std::thread::spawn(move || -> Result<Checksums> {
+            let dir = header_dir.as_path();
+            let probes_json = serde_json::to_vec(&probes).expect("probe sets serialise");
+            write_atomic(&dir.join(PROBES), &probes_json)?;
+            let mut checksums = Checksums::default();
+            checksums.record_bytes(PROBES, &probes_json);
+            // The manifest goes last: its presence marks a dataset that can be resumed.
+            write_manifest(dir, &manifest, &mut checksums)?;
+            Ok(checksums)
+        });
+        let mut writer = Self::with_new_shard(dir, Checksums::default(), HashSet::new(), 0)?;
+        writer.header = Some(header);
+        Ok(writer)
+    }
+
+    /// Wait for a new dataset's probes.json and manifest to be on disk.
+    fn header_written(&mut self) -> Result<()> {
+        if let Some(header) = self.header.take() {
+            self.checksums = header.join().expect("writing the header does not panic")?;
+        }
+        Ok(())
     }
 
     fn resume(dir: &Path, expected: &Manifest, session: Session) -> Result<DatasetWriter> {
@@ -171,10 +191,12 @@ impl DatasetWriter {
         sync_dir(&dir.join(RECORDS_DIR))?;
         Ok(DatasetWriter {
             dir: dir.into(),
+            header: None,
             checksums,
             shard_rel,
             shard,
             shard_records: 0,
+            shard_hash: sha2::Sha256::default(),
             next_shard: index + 1,
             done,
         })
@@ -192,6 +214,8 @@ impl DatasetWriter {
 
     /// Append records and fsync: when this returns Ok, every record is acknowledged (on disk).
     pub fn append(&mut self, records: &[Record]) -> Result<()> {
+        // No record before the manifest: a dataset without one is not resumable.
+        self.header_written()?;
         let mut batch = String::new();
         let mut keys = Vec::with_capacity(records.len());
         for r in records {
@@ -210,6 +234,7 @@ impl DatasetWriter {
             .write_all(batch.as_bytes())
             .and_then(|_| self.shard.sync_data())
             .map_err(DatasetError::io(&path))?;
+        sha2::Digest::update(&mut self.shard_hash, batch.as_bytes());
         self.done.extend(keys);
         self.shard_records += records.len();
         if self.shard_records >= SHARD_RECORDS {
@@ -231,11 +256,15 @@ impl DatasetWriter {
     }
 
     fn seal_current(&mut self) -> Result<()> {
+        self.header_written()?;
         let path = self.dir.join(&self.shard_rel);
         if self.shard_records == 0 {
             fs::remove_file(&path).map_err(DatasetError::io(&path))?;
         } else {
-            self.checksums.record(&self.dir, &self.shard_rel)?;
+            let hash = sha2::Digest::finalize(self.shard_hash.clone());
+            self.checksums
+                .entries
+                .insert(self.shard_rel.clone(), hex::encode(hash));
         }
         self.checksums.save(&self.dir)
     }

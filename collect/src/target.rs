@@ -281,19 +281,13 @@ impl Target for LocalLm {
     fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Answer>> {
         probes
             .iter()
-            .map(|p| match &p.input {
-                ProbeInput::Tokens { ids } if !ids.is_empty() => Ok(Outputs::Logits {
-                    values: LogitBits::from_f32(&match &mut self.lm {
-                        Lm::Gguf(lm) => lm.next_token_logits(ids)?,
-                        Lm::Tiny(lm) => lm.next_token_logits(ids)?,
-                    }),
-                }
-                .into()),
-                other => Err(CollectError::ProbeMismatch {
-                    probe: p.id.clone(),
-                    model: self.id.clone(),
-                    reason: format!("expected token ids, got {}", describe(other)),
-                }),
+            .map(|p| {
+                let ids = token_ids(p, &self.id)?;
+                let logits = match &mut self.lm {
+                    Lm::Gguf(lm) => lm.next_token_logits(ids)?,
+                    Lm::Tiny(lm) => lm.next_token_logits(ids)?,
+                };
+                Ok(logits_answer(&logits))
             })
             .collect()
     }
@@ -318,27 +312,34 @@ impl Target for GpuLm {
     fn answer(&mut self, probes: &[&Probe]) -> Result<Vec<Answer>> {
         let prompts = probes
             .iter()
-            .map(|p| match &p.input {
-                ProbeInput::Tokens { ids } if !ids.is_empty() => Ok(ids.as_slice()),
-                other => Err(CollectError::ProbeMismatch {
-                    probe: p.id.clone(),
-                    model: self.id.clone(),
-                    reason: format!("expected token ids, got {}", describe(other)),
-                }),
-            })
+            .map(|p| token_ids(p, &self.id))
             .collect::<Result<Vec<&[u32]>>>()?;
         Ok(self
             .lm
             .next_token_logits(&prompts)?
-            .into_iter()
-            .map(|v| {
-                Outputs::Logits {
-                    values: LogitBits::from_f32(&v),
-                }
-                .into()
-            })
+            .iter()
+            .map(|v| logits_answer(v))
             .collect())
     }
+}
+
+/// A language-model probe's token ids, or why the probe does not fit.
+fn token_ids<'a>(probe: &'a Probe, target: &str) -> Result<&'a [u32]> {
+    match &probe.input {
+        ProbeInput::Tokens { ids } if !ids.is_empty() => Ok(ids),
+        other => Err(CollectError::ProbeMismatch {
+            probe: probe.id.clone(),
+            model: target.to_string(),
+            reason: format!("expected token ids, got {}", describe(other)),
+        }),
+    }
+}
+
+fn logits_answer(logits: &[f32]) -> Answer {
+    Outputs::Logits {
+        values: LogitBits::from_f32(logits),
+    }
+    .into()
 }
 
 fn describe(input: &ProbeInput) -> String {

@@ -67,6 +67,31 @@ fn relative_error(out: &[Vec<f32>], reference: &[Vec<f32>]) -> f64 {
     (diff / norm).sqrt()
 }
 
+/// Within `bound` relative error of the reference, and the same top label on `min_agree` inputs.
+fn assert_close(
+    platform: &Platform,
+    got: &[Vec<f32>],
+    want: &[Vec<f32>],
+    bound: f64,
+    min_agree: usize,
+) {
+    let err = relative_error(got, want);
+    assert!(
+        err < bound,
+        "{platform}: relative error {err:e} ≥ {bound:e}"
+    );
+    let agree = got
+        .iter()
+        .zip(want)
+        .filter(|(g, w)| top_label(g) == top_label(w))
+        .count();
+    assert!(
+        agree >= min_agree,
+        "{platform}: top label agrees on {agree}/{}",
+        got.len()
+    );
+}
+
 #[test]
 fn the_gpu_reports_its_provenance() {
     let gpus = cuda_devices();
@@ -92,7 +117,6 @@ fn every_cuda_platform_computes_the_model_within_its_precision() {
         let got = run(&platform, &inputs);
         assert_eq!(got.len(), inputs.len(), "{platform}");
         assert!(got.iter().flatten().all(|v| v.is_finite()), "{platform}");
-        let err = relative_error(&got, &want);
         let bound = match (platform.format, platform.kernel.map(|k| k.accumulator)) {
             (NumericFormat::F32, _) => 1e-5,
             (NumericFormat::Tf32, _) => 5e-3,
@@ -100,16 +124,7 @@ fn every_cuda_platform_computes_the_model_within_its_precision() {
             (NumericFormat::F16, _) => 1e-2,
             _ => 5e-2,
         };
-        assert!(
-            err < bound,
-            "{platform}: relative error {err:e} ≥ {bound:e}"
-        );
-        let agree = got
-            .iter()
-            .zip(&want)
-            .filter(|(g, w)| top_label(g) == top_label(w))
-            .count();
-        assert!(agree >= 60, "{platform}: top label agrees on {agree}/64");
+        assert_close(&platform, &got, &want, bound, 60);
     }
 }
 
@@ -189,22 +204,12 @@ fn smollm2_on_the_gpu_agrees_with_candle_on_the_cpu() {
             .collect();
         assert_eq!(got.len(), 8);
         assert!(got.iter().all(|l| l.len() == want[0].len()), "{platform}");
-        let err = relative_error(&got, &want);
         let bound = match platform.format {
             NumericFormat::F32 => 1e-4,
             NumericFormat::Tf32 => 2e-2,
             _ => 1e-1,
         };
-        assert!(
-            err < bound,
-            "{platform}: relative error {err:e} ≥ {bound:e}"
-        );
-        let agree = got
-            .iter()
-            .zip(&want)
-            .filter(|(g, w)| top_label(g) == top_label(w))
-            .count();
-        assert!(agree >= 6, "{platform}: next token agrees on {agree}/8");
+        assert_close(&platform, &got, &want, bound, 6);
         if platform.format == NumericFormat::F32 && platform.batch_size == 1 {
             bs1_f32 = Some(got);
         }

@@ -5,16 +5,15 @@
 
 use std::sync::Arc;
 
-use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::{bf16, f16};
 use hspi_datasets::Platform;
 
+use super::cuda_err;
 use super::gemm::{DeviceMatrix, Gemm};
 use super::kernels::{Kernels, Storage};
-use super::{context_for, cuda_err, precision};
 use crate::backend::ImageBackend;
-use crate::error::{CollectError, Result};
+use crate::error::Result;
 use crate::zoo::{ImageModel, Layer};
 
 enum Step {
@@ -67,27 +66,7 @@ pub(super) fn upload(
 
 impl CudaImage {
     pub fn new(platform: &Platform, model: &ImageModel) -> Result<CudaImage> {
-        let unsupported = |reason: String| CollectError::Unsupported {
-            platform: platform.to_string(),
-            model: model.id.clone(),
-            reason,
-        };
-        let ctx = context_for(platform)?;
-        let (format, accumulator) = precision(platform).ok_or_else(|| {
-            unsupported(
-                "cuBLAS runs f32, tf32, f16 and bf16 with f32 accumulation, and f16 with \
-                 acc-f16; the kernel field may only name the accumulator"
-                    .into(),
-            )
-        })?;
-        let stream = ctx.default_stream();
-        let gemm = Gemm {
-            blas: CudaBlas::new(stream.clone()).map_err(cuda_err)?,
-            stream: stream.clone(),
-            format,
-            accumulator,
-        };
-        let kernels = Kernels::compile(&ctx, stream.clone())?;
+        let (stream, gemm, kernels) = super::open(platform, &model.id)?;
         let mut steps = Vec::new();
         for layer in &model.layers {
             steps.push(match (layer.gemm(), layer) {

@@ -9,14 +9,13 @@ use std::sync::Arc;
 
 use candle_core::quantized::gguf_file;
 use candle_core::Device;
-use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use half::{bf16, f16};
 use hspi_datasets::Platform;
 
+use super::cuda_err;
 use super::gemm::{DeviceMatrix, Gemm};
 use super::kernels::{grid, int, Kernels, Storage};
-use super::{context_for, cuda_err, precision};
 use crate::error::{CollectError, Result};
 
 /// The longest prompt the attention kernel takes (its shared score buffer).
@@ -89,24 +88,8 @@ impl CudaLm {
             path: path.into(),
             reason,
         };
-        let ctx = context_for(platform)?;
-        let (format, accumulator) =
-            precision(platform).ok_or_else(|| CollectError::Unsupported {
-                platform: platform.to_string(),
-                model: "smollm2".into(),
-                reason: "cuBLAS runs f32, tf32, f16 and bf16 with f32 accumulation, and f16 with \
-                     acc-f16"
-                    .into(),
-            })?;
-        let stream = ctx.default_stream();
-        let gemm = Gemm {
-            blas: CudaBlas::new(stream.clone()).map_err(cuda_err)?,
-            stream: stream.clone(),
-            format,
-            accumulator,
-        };
+        let (stream, gemm, kernels) = super::open(platform, "smollm2")?;
         let storage = gemm.storage();
-        let kernels = Kernels::compile(&ctx, stream.clone())?;
         let f = Functions {
             rms_norm: kernels.function("rms_norm")?,
             rope: kernels.function("rope")?,

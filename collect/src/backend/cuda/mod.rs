@@ -190,6 +190,35 @@ fn context_for(platform: &Platform) -> std::result::Result<Arc<CudaContext>, Col
         })
 }
 
+/// What every model on a GPU platform starts from: the GPU's stream, the cuBLAS GEMM at the
+/// platform's precision, and the NVRTC kernels compiled for it.
+fn open(
+    platform: &Platform,
+    model: &str,
+) -> Result<(
+    Arc<cudarc::driver::CudaStream>,
+    gemm::Gemm,
+    kernels::Kernels,
+)> {
+    let ctx = context_for(platform)?;
+    let (format, accumulator) = precision(platform).ok_or_else(|| CollectError::Unsupported {
+        platform: platform.to_string(),
+        model: model.into(),
+        reason: "cuBLAS runs f32, tf32, f16 and bf16 with f32 accumulation, and f16 with \
+                 acc-f16; the kernel field may only name the accumulator"
+            .into(),
+    })?;
+    let stream = ctx.default_stream();
+    let gemm = gemm::Gemm {
+        blas: CudaBlas::new(stream.clone()).map_err(cuda_err)?,
+        stream: stream.clone(),
+        format,
+        accumulator,
+    };
+    let kernels = kernels::Kernels::compile(&ctx, stream.clone())?;
+    Ok((stream, gemm, kernels))
+}
+
 /// The operand format and accumulator a cuBLAS platform asks for, if it is one hspi runs.
 pub fn precision(platform: &Platform) -> Option<(NumericFormat, Accumulator)> {
     let accumulator = match platform.kernel {

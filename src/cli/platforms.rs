@@ -40,9 +40,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut out = format!("CPU path: cpu-{isa}\n");
     if gpus.is_empty() {
-        out.push_str(
-            "GPUs: none usable (CUDA platforms need a build with --features cuda and a driver)\n",
-        );
+        let why = hspi_collect::backend::cuda_unavailable()
+            .unwrap_or_else(|| "the driver reports no GPU".into());
+        out.push_str(&format!("GPUs: none usable ({why})\n"));
     }
     for gpu in &gpus {
         out.push_str(&format!(

@@ -59,3 +59,8 @@ impl CudaLm {
 pub fn precision(_platform: &Platform) -> Option<(NumericFormat, Accumulator)> {
     None
 }
+
+/// Why this build cannot run CUDA platforms.
+pub fn unavailable_reason() -> Option<String> {
+    Some(CollectError::NoCudaDriver.to_string())
+}

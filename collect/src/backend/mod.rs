@@ -10,7 +10,10 @@ mod cuda;
 pub mod emulated;
 
 pub use candle_cpu::{forward_layers, CandleCpu, CandleLayer};
-pub use cuda::{cuda_devices, cuda_platforms, precision as cuda_precision, CudaImage, CudaLm};
+pub use cuda::{
+    cuda_devices, cuda_platforms, precision as cuda_precision,
+    unavailable_reason as cuda_unavailable, CudaImage, CudaLm,
+};
 pub use emulated::Emulated;
 
 use hspi_datasets::{EngineKind, Hardware, Platform};

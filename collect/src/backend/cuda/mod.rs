@@ -34,9 +34,37 @@ const PRECISIONS: [(NumericFormat, Accumulator); 5] = [
 /// Batch sizes whose GEMM shapes make cuBLAS choose different kernels.
 const BATCH_SIZES: [u32; 3] = [1, 8, 32];
 
-fn driver_present() -> bool {
-    // SAFETY: only probes whether the shared libraries can be loaded.
-    unsafe { driver_sys::is_culib_present() && cublas_sys::is_culib_present() }
+/// Whether the driver and the libraries hspi loads are all here; without the driver the answer
+/// is the usual "no CUDA driver", with the driver but not a library it names the library.
+fn libraries() -> std::result::Result<(), CollectError> {
+    // SAFETY: each call only probes whether a shared library can be loaded.
+    let (driver, cublas, nvrtc) = unsafe {
+        (
+            driver_sys::is_culib_present(),
+            cublas_sys::is_culib_present(),
+            cudarc::nvrtc::sys::is_culib_present(),
+        )
+    };
+    let missing: Vec<&str> = [("libcublas (cuBLAS)", cublas), ("libnvrtc (NVRTC)", nvrtc)]
+        .iter()
+        .filter(|(_, here)| !here)
+        .map(|(name, _)| *name)
+        .collect();
+    match (driver, missing.is_empty()) {
+        (false, _) => Err(CollectError::NoCudaDriver),
+        (true, true) => Ok(()),
+        (true, false) => Err(CollectError::Cuda(format!(
+            "the NVIDIA driver is here but {} cannot be loaded: install the CUDA toolkit's \
+             libraries, or add the directory holding them (often /usr/local/cuda/lib64) to \
+             LD_LIBRARY_PATH",
+            missing.join(" and ")
+        ))),
+    }
+}
+
+/// Why this machine cannot run CUDA platforms, or None when it can try.
+pub fn unavailable_reason() -> Option<String> {
+    libraries().err().map(|e| e.to_string())
 }
 
 fn cuda_err(e: impl std::fmt::Debug) -> CollectError {
@@ -126,7 +154,7 @@ fn device_info(ordinal: usize) -> Result<(GpuInfo, Arc<CudaContext>)> {
 
 /// The GPUs this machine exposes; empty without a driver.
 pub fn cuda_devices() -> Vec<GpuInfo> {
-    if !driver_present() {
+    if libraries().is_err() {
         return Vec::new();
     }
     let n = CudaContext::device_count().unwrap_or(0).max(0) as usize;
@@ -177,9 +205,7 @@ pub fn cuda_platforms() -> Vec<Platform> {
 
 /// The context of the GPU `platform` names, or why there is none.
 fn context_for(platform: &Platform) -> std::result::Result<Arc<CudaContext>, CollectError> {
-    if !driver_present() {
-        return Err(CollectError::NoCudaDriver);
-    }
+    libraries()?;
     let n = CudaContext::device_count().map_err(cuda_err)?.max(0) as usize;
     (0..n)
         .filter_map(|i| device_info(i).ok())

@@ -228,3 +228,61 @@ fn the_cuda_grid_without_a_driver_exits_2_with_the_hint() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("no CUDA driver found"), "{}", r.stderr);
 }
+
+#[test]
+fn dataset_diff_tells_reproduced_records_from_changed_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
+    let (f32, f16) = (
+        format!("{isa}/candle-0.11.1/f32/bs1"),
+        format!("{isa}/candle-0.11.1/f16/bs1"),
+    );
+    let both = format!("{f32},{f16}");
+    let dir = |name: &str| tmp.path().join(name);
+    for (name, platforms) in [("a", &both), ("b", &both), ("f32", &f32), ("f16", &f16)] {
+        let r = collect_cnn(&dir(name), "20", &["--platforms", platforms]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let diff = |l: &str, r: &str| {
+        run(&[
+            "dataset",
+            "diff",
+            dir(l).to_str().unwrap(),
+            dir(r).to_str().unwrap(),
+        ])
+    };
+    // A rerun repeats every bit.
+    let r = diff("a", "b");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r
+        .stdout
+        .contains(&format!("{f32}: 20/20 probes bit-identical (identical)")));
+    assert!(r
+        .stdout
+        .contains(&format!("{f16}: 20/20 probes bit-identical")));
+    // One platform on each side: compared whatever the labels; f16 is not f32.
+    let r = diff("f32", "f16");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(&format!("{f32} ~ {f16}:")),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("first difference at probe"),
+        "{}",
+        r.stdout
+    );
+    // A platform one side lacks is named.
+    let r = diff("a", "f32");
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout
+            .contains(&format!("{f16}: only in the left dataset")),
+        "{}",
+        r.stdout
+    );
+    assert!(r
+        .stdout
+        .contains(&format!("{f32}: 20/20 probes bit-identical")));
+}

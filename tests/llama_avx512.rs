@@ -92,21 +92,18 @@ fn the_avx2_build_here_answers_as_it_did_on_the_xeon() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let outputs = |dir: &Path| {
-        let mut v: Vec<(String, hspi_datasets::Outputs)> = hspi_datasets::Dataset::open(dir)
-            .unwrap()
-            .records()
-            .unwrap()
-            .into_iter()
-            .map(|r| (r.probe_id, r.outputs))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
-    };
-    let (here, there) = (outputs(&out), outputs(&committed));
-    assert_eq!(here.len(), 40);
+    let r = run(&[
+        "dataset",
+        "diff",
+        "--json",
+        out.to_str().unwrap(),
+        committed.to_str().unwrap(),
+    ]);
+    let d: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(d["pairs"][0]["common_probes"], 40, "{d}");
     assert_eq!(
-        here, there,
-        "the same llama-server build and GGUF answer with the same bits on both CPUs"
+        (r.code, &d["pairs"][0]["identical"]),
+        (0, &serde_json::json!(40)),
+        "the same llama-server build and GGUF answer with the same bits on both CPUs: {d}"
     );
 }

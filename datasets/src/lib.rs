@@ -1,6 +1,7 @@
 //! The hspi vocabulary — platforms, probes, records, EQCs, provenance — and the dataset store.
 //! Depends on no other workspace crate.
 
+pub mod diff;
 pub mod eqc;
 pub mod error;
 pub mod export;

@@ -23,6 +23,15 @@ pub enum Command {
         /// Dataset directory.
         dataset: PathBuf,
     },
+    /// Compare two datasets record for record: the same platform (or the only one on each side)
+    /// answering the same probes with the same bits? Exit 0 when all are identical, 1 otherwise.
+    Diff {
+        left: PathBuf,
+        right: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Merge shard datasets (e.g. an atlas plan's shards) into one, checking probe set, model
     /// and schema, refusing duplicate records, keeping every shard's provenance.
     Merge {
@@ -55,6 +64,17 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 out.display()
             ));
         }
+        Command::Diff { left, right, json } => {
+            let d = hspi_datasets::diff::diff(&Dataset::open(&left)?, &Dataset::open(&right)?)?;
+            if json {
+                printer::data(&serde_json::to_string_pretty(&d)?);
+            } else {
+                printer::data(&diff_table(&d));
+            }
+            if !d.all_identical() {
+                return Ok(ExitCode::from(1));
+            }
+        }
         Command::Verify { dataset } => {
             let d = Dataset::open(&dataset)?;
             let records = d.records()?;
@@ -69,4 +89,30 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn diff_table(d: &hspi_datasets::diff::DatasetDiff) -> String {
+    let mut out = String::new();
+    for p in &d.pairs {
+        let platform = if p.left == p.right {
+            p.left.clone()
+        } else {
+            format!("{} ~ {}", p.left, p.right)
+        };
+        let verdict = match &p.first_difference {
+            None if p.common_probes > 0 => "identical".to_string(),
+            None => "no common probes".to_string(),
+            Some(id) => format!("first difference at probe {id}"),
+        };
+        out.push_str(&format!(
+            "{platform}: {}/{} probes bit-identical ({verdict})\n",
+            p.identical, p.common_probes
+        ));
+    }
+    for (side, list) in [("left", &d.only_left), ("right", &d.only_right)] {
+        for platform in list {
+            out.push_str(&format!("{platform}: only in the {side} dataset\n"));
+        }
+    }
+    out
 }

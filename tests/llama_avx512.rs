@@ -78,19 +78,13 @@ fn the_avx2_build_here_answers_as_it_did_on_the_xeon() {
     let server = common::llama::start("avx2", "F16");
     let committed = grid().join("avx2-f16-train");
     let out = tmp.path().join("here");
-    let r = run(&[
-        "collect",
-        "--endpoint",
-        &format!("{}/v1/chat/completions", server.url),
-        "--model",
-        "smollm2",
-        "--probes",
-        committed.join("probes.json").to_str().unwrap(),
-        "--label",
+    let r = common::llama::collect_with(
+        &server.url,
         "cpu-avx2/llamacpp-11434/f16/bs1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        committed.join("probes.json").to_str().unwrap(),
+        &out,
+        &[],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let r = run(&[
         "dataset",

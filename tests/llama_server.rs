@@ -8,33 +8,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::llama::{start, VERSION};
+use common::llama::{collect_with, start, VERSION};
 use common::*;
-
-fn collect_with(
-    base: &str,
-    label: &str,
-    probes: &str,
-    out: &std::path::Path,
-    extra: &[&str],
-) -> Run {
-    let url = format!("{base}/v1/chat/completions");
-    let mut args = vec![
-        "collect",
-        "--endpoint",
-        &url,
-        "--model",
-        "smollm2",
-        "--probes",
-        probes,
-        "--label",
-        label,
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
-}
 
 fn collect(
     base: &str,

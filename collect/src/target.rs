@@ -50,6 +50,8 @@ pub fn local_target_id(model: &str, platform: &Platform) -> String {
 /// Whether this machine can run `model` at `platform`, without loading anything heavy.
 pub fn check_local(model: &Model, platform: &Platform) -> Result<()> {
     match model {
+        // A GPU backend compiles kernels and uploads weights: checked without building one.
+        Model::Image(m) if platform.is_cuda() => crate::backend::cuda_check(platform, &m.id),
         Model::Image(m) => image_backend(platform, m).map(drop),
         Model::Tiny(_) => check_candle_lm(platform, "tiny-lm", &crate::grid::tiny_lm_formats()),
         Model::Lm { info, .. } => check_candle_lm(platform, &info.id, &smollm2::formats()),
@@ -65,19 +67,7 @@ fn check_cuda_lm(platform: &Platform, model: &str) -> Result<()> {
             reason: "the GPU backend runs GGUF llama models (smollm2), not tiny-lm".into(),
         });
     }
-    if crate::backend::cuda_devices().is_empty() {
-        return Err(CollectError::NoCudaDriver);
-    }
-    if crate::backend::cuda_precision(platform).is_none() {
-        return Err(CollectError::Unsupported {
-            platform: platform.to_string(),
-            model: model.into(),
-            reason:
-                "cuBLAS runs f32, tf32, f16 and bf16 with f32 accumulation, and f16 with acc-f16"
-                    .into(),
-        });
-    }
-    Ok(())
+    crate::backend::cuda_check(platform, model)
 }
 
 /// Language models run on candle's own CPU kernels at batch size 1, at the formats given;

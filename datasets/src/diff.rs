@@ -75,7 +75,7 @@ pub fn diff(left: &Dataset, right: &Dataset) -> Result<DatasetDiff> {
             .map(|k| (k.clone(), k.clone()))
             .collect()
     };
-    let paired = |side: &BTreeMap<String, HashMap<String, Outputs>>, left_side: bool| {
+    let unpaired = |side: &BTreeMap<String, HashMap<String, Outputs>>, left_side: bool| {
         side.keys()
             .filter(|k| {
                 !pairs
@@ -85,7 +85,7 @@ pub fn diff(left: &Dataset, right: &Dataset) -> Result<DatasetDiff> {
             .cloned()
             .collect::<Vec<_>>()
     };
-    let (only_left, only_right) = (paired(&a, true), paired(&b, false));
+    let (only_left, only_right) = (unpaired(&a, true), unpaired(&b, false));
     let pairs = pairs
         .into_iter()
         .map(|(l, r)| {

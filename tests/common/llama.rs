@@ -104,3 +104,29 @@ fn reqwest_health(base: &str) -> bool {
     let _ = s.read_to_string(&mut buf);
     buf.starts_with("HTTP/1.1 200")
 }
+
+/// `hspi collect` from a llama-server's chat endpoint into `out`, labelled `label`.
+pub fn collect_with(
+    base: &str,
+    label: &str,
+    probes: &str,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> super::Run {
+    let url = format!("{base}/v1/chat/completions");
+    let mut args = vec![
+        "collect",
+        "--endpoint",
+        &url,
+        "--model",
+        "smollm2",
+        "--probes",
+        probes,
+        "--label",
+        label,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    super::run(&args)
+}

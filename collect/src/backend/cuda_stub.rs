@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use hspi_datasets::{Accumulator, GpuInfo, NumericFormat, Platform};
+use hspi_datasets::{GpuInfo, Platform};
 
 use super::ImageBackend;
 use crate::error::{CollectError, Result};
@@ -55,12 +55,12 @@ impl CudaLm {
     }
 }
 
-/// The precision a cuBLAS platform asks for; this build runs none.
-pub fn precision(_platform: &Platform) -> Option<(NumericFormat, Accumulator)> {
-    None
-}
-
 /// Why this build cannot run CUDA platforms.
 pub fn unavailable_reason() -> Option<String> {
     Some(CollectError::NoCudaDriver.to_string())
+}
+
+/// Whether this machine can run a CUDA platform: not with this build.
+pub fn check(_platform: &Platform, _model: &str) -> Result<()> {
+    Err(CollectError::NoCudaDriver)
 }

@@ -11,8 +11,8 @@ pub mod emulated;
 
 pub use candle_cpu::{forward_layers, CandleCpu, CandleLayer};
 pub use cuda::{
-    cuda_devices, cuda_platforms, precision as cuda_precision,
-    unavailable_reason as cuda_unavailable, CudaImage, CudaLm,
+    check as cuda_check, cuda_devices, cuda_platforms, unavailable_reason as cuda_unavailable,
+    CudaImage, CudaLm,
 };
 pub use emulated::Emulated;
 

@@ -227,13 +227,7 @@ fn open(
     kernels::Kernels,
 )> {
     let ctx = context_for(platform)?;
-    let (format, accumulator) = precision(platform).ok_or_else(|| CollectError::Unsupported {
-        platform: platform.to_string(),
-        model: model.into(),
-        reason: "cuBLAS runs f32, tf32, f16 and bf16 with f32 accumulation, and f16 with \
-                 acc-f16; the kernel field may only name the accumulator"
-            .into(),
-    })?;
+    let (format, accumulator) = precision(platform).ok_or_else(|| unsupported(platform, model))?;
     let stream = ctx.default_stream();
     let gemm = gemm::Gemm {
         blas: CudaBlas::new(stream.clone()).map_err(cuda_err)?,
@@ -245,8 +239,39 @@ fn open(
     Ok((stream, gemm, kernels))
 }
 
+fn unsupported(platform: &Platform, model: &str) -> CollectError {
+    CollectError::Unsupported {
+        platform: platform.to_string(),
+        model: model.into(),
+        reason: "on a GPU hspi runs cuBLAS (engine cublas) at f32, tf32, f16 and bf16 with f32 \
+                 accumulation, and f16 with acc-f16; the kernel field may only name the \
+                 accumulator"
+            .into(),
+    }
+}
+
+/// Whether this machine can run `platform`, building nothing: the libraries load, cuBLAS runs
+/// the precision, and a GPU here is the platform's hardware.
+pub fn check(platform: &Platform, model: &str) -> Result<()> {
+    libraries()?;
+    precision(platform).ok_or_else(|| unsupported(platform, model))?;
+    if !cuda_devices()
+        .iter()
+        .any(|g| hardware(g) == platform.hardware)
+    {
+        return Err(CollectError::Cuda(format!(
+            "no GPU on this machine is {}",
+            platform.hardware
+        )));
+    }
+    Ok(())
+}
+
 /// The operand format and accumulator a cuBLAS platform asks for, if it is one hspi runs.
 pub fn precision(platform: &Platform) -> Option<(NumericFormat, Accumulator)> {
+    if platform.engine.kind != EngineKind::Cublas {
+        return None;
+    }
     let accumulator = match platform.kernel {
         None => Accumulator::F32,
         Some(k) if k.order == ReductionOrder::Library => k.accumulator,

@@ -21,7 +21,8 @@ pub struct Args {
     /// With --endpoint: the model name to ask the endpoint for.
     #[arg(long, default_value = "cnn-digits")]
     pub model: String,
-    /// `default` (the CPU grid), `candle`, or a comma-separated list of platform strings.
+    /// Comma-separated platform strings and groups: `default` (the CPU grid), `candle` (its candle
+    /// platforms), `cuda` (every cuBLAS precision and batch size on each GPU here).
     #[arg(long, default_value = "default")]
     pub platforms: String,
     /// A number of seeded random probes, or a probe-set file from `hspi probe`.

@@ -2,7 +2,17 @@
 //! bytes, never panic. `cargo fuzz run response_parsers -- -runs=N` (see the README).
 #![no_main]
 
-use hspi_collect::http::response;
+// hspi-collect's parser files themselves, without the rest of the crate.
+#[path = "../../src/http/chat_logprobs.rs"]
+#[allow(dead_code)]
+mod chat_logprobs;
+#[path = "../../src/http/legacy_logprobs.rs"]
+#[allow(dead_code)]
+mod legacy_logprobs;
+#[path = "../../src/http/response.rs"]
+#[allow(dead_code)]
+mod response;
+
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -35,10 +35,7 @@ pub fn group_eqcs<'a>(
     let mut by_platform: BTreeMap<String, PlatformOutputs> = BTreeMap::new();
     let mut all_probes = BTreeSet::new();
     for r in records {
-        let key = r
-            .platform
-            .as_ref()
-            .map_or_else(|| r.target.clone(), |p| p.to_string());
+        let key = r.platform_key();
         let entry = by_platform
             .entry(key.clone())
             .or_insert_with(|| (r.platform.clone(), BTreeMap::new()));

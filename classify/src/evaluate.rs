@@ -238,10 +238,7 @@ fn truth<'m>(model: &'m PlatformModel, r: &Record) -> Option<&'m str> {
 fn by_platform(records: &[&Record]) -> BTreeMap<String, Vec<usize>> {
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
-        let key = r
-            .platform
-            .as_ref()
-            .map_or_else(|| r.target.clone(), ToString::to_string);
+        let key = r.platform_key();
         groups.entry(key).or_default().push(i);
     }
     groups

@@ -43,18 +43,11 @@ impl DatasetDiff {
     }
 }
 
-fn key(record: &Record) -> String {
-    record
-        .platform
-        .as_ref()
-        .map_or_else(|| record.target.clone(), ToString::to_string)
-}
-
 /// platform → probe id → outputs.
 fn by_platform(records: Vec<Record>) -> BTreeMap<String, HashMap<String, Outputs>> {
     let mut out: BTreeMap<String, HashMap<String, Outputs>> = BTreeMap::new();
     for r in records {
-        out.entry(key(&r))
+        out.entry(r.platform_key())
             .or_default()
             .insert(r.probe_id, r.outputs);
     }

@@ -22,6 +22,16 @@ pub struct Record {
     pub served: Option<Served>,
 }
 
+impl Record {
+    /// What answered, as EQCs and comparisons name it: the platform label, or the target for an
+    /// unlabelled endpoint record.
+    pub fn platform_key(&self) -> String {
+        self.platform
+            .as_ref()
+            .map_or_else(|| self.target.clone(), ToString::to_string)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Served {
     pub model: Option<String>,

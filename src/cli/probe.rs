@@ -127,10 +127,7 @@ fn minimize(datasets: &[PathBuf], out: &std::path::Path, json: bool) -> anyhow::
         .collect();
     let mut outputs = BTreeMap::new();
     for r in &records {
-        let key = r
-            .platform
-            .as_ref()
-            .map_or_else(|| r.target.clone(), |p| p.to_string());
+        let key = r.platform_key();
         outputs.insert((key, r.probe_id.clone()), r.outputs.identity_bytes());
     }
     let order: Vec<String> = probes.probes.iter().map(|p| p.id.clone()).collect();

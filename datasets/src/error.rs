@@ -2,15 +2,6 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use crate::platform::PLATFORM_FORMS;
-
-#[derive(Debug, Error)]
-#[error("invalid platform '{input}': {reason}\nvalid form:\n{PLATFORM_FORMS}")]
-pub struct PlatformParseError {
-    pub input: String,
-    pub reason: String,
-}
-
 #[derive(Debug, Error)]
 pub enum DatasetError {
     #[error("cannot merge shard {shard}: {reason}", shard = .shard.display())]
@@ -55,6 +46,8 @@ pub enum DatasetError {
     ResumeMismatch { path: PathBuf, reason: String },
     #[error("duplicate record: probe {probe} on {platform} is already in the dataset")]
     Duplicate { probe: String, platform: String },
+    #[error("unknown export format '{0}' (expected csv or parquet)")]
+    UnknownExportFormat(String),
     #[error("export to {path}: {reason}")]
     Export { path: PathBuf, reason: String },
 }

@@ -10,18 +10,21 @@ pub mod platform;
 pub mod probe;
 pub mod provenance;
 pub mod record;
+mod short_id;
 pub mod store;
 
 pub use eqc::Eqc;
-pub use error::{DatasetError, PlatformParseError};
+pub use error::DatasetError;
 pub use manifest::{Manifest, ModelInfo, ProbeSetInfo, Session, SCHEMA_VERSION};
 pub use platform::{
-    Accumulator, Engine, EngineKind, GgufType, Hardware, KernelOptions, NumericFormat, Platform,
-    ReductionOrder,
+    Accumulator, Dimension, Engine, EngineKind, GgufType, Hardware, KernelOptions, NumericFormat,
+    PatternParseError, Platform, PlatformParseError, PlatformPattern, ReductionOrder,
 };
 pub use probe::{content_id, GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};
 pub use provenance::{GpuInfo, HostProvenance};
 pub use record::{
-    top_label, LogitBits, Logprob, Outputs, Record, Served, TokenStep, TopEntry, Usage,
+    top_label, LogitBits, Logprob, LogprobError, Outputs, Record, Served, TokenStep, TopEntry,
+    Usage,
 };
+pub use short_id::short_id;
 pub use store::{Dataset, DatasetWriter, OpenMode};

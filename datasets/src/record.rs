@@ -84,16 +84,13 @@ pub struct Logprob {
 }
 
 impl Logprob {
-    pub fn parse(text: &str) -> Result<Logprob, String> {
+    pub fn parse(text: &str) -> Result<Logprob, LogprobError> {
         let t = text.trim();
-        let wide: f64 = t
-            .parse()
-            .map_err(|_| format!("logprob '{t}' is not a number"))?;
-        let narrow: f32 = t
-            .parse()
-            .map_err(|_| format!("logprob '{t}' is not a number"))?;
+        let not_a_number = || LogprobError::NotANumber(t.to_string());
+        let wide: f64 = t.parse().map_err(|_| not_a_number())?;
+        let narrow: f32 = t.parse().map_err(|_| not_a_number())?;
         if !wide.is_finite() {
-            return Err(format!("logprob '{t}' is not finite"));
+            return Err(LogprobError::NotFinite(t.to_string()));
         }
         Ok(Logprob {
             text: t.to_string(),
@@ -105,6 +102,15 @@ impl Logprob {
     pub fn value(&self) -> f32 {
         f32::from_bits(self.f32_bits)
     }
+}
+
+/// A printed logprob that is no usable number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogprobError {
+    #[error("logprob '{0}' is not a number")]
+    NotANumber(String),
+    #[error("logprob '{0}' is not finite")]
+    NotFinite(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use std::str::FromStr;
 
 pub use table::{Column, ColumnData, Table};
 
-use crate::error::Result;
+use crate::error::{DatasetError, Result};
 use crate::store::Dataset;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,14 +23,12 @@ pub enum ExportFormat {
 }
 
 impl FromStr for ExportFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = DatasetError;
+    fn from_str(s: &str) -> Result<Self> {
         match s {
             "csv" => Ok(ExportFormat::Csv),
             "parquet" => Ok(ExportFormat::Parquet),
-            other => Err(format!(
-                "unknown export format '{other}' (expected csv or parquet)"
-            )),
+            other => Err(DatasetError::UnknownExportFormat(other.into())),
         }
     }
 }

@@ -22,18 +22,29 @@ pub fn encode_line<T: Serialize>(value: &T) -> String {
     format!("{}{CHECK_KEY}{check}\"}}\n", &body[..body.len() - 1])
 }
 
-pub fn decode_line<T: DeserializeOwned>(line: &str) -> Result<T, String> {
+/// Why a stored line does not decode.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("line does not end with its check field (truncated?)")]
+    Truncated,
+    #[error("line has no check field")]
+    NoCheck,
+    #[error("check {0} does not match the record's content")]
+    CheckMismatch(String),
+    #[error("not a valid entry: {0}")]
+    Invalid(#[source] serde_json::Error),
+}
+
+pub fn decode_line<T: DeserializeOwned>(line: &str) -> Result<T, LineError> {
     let line = line.strip_suffix('\n').unwrap_or(line);
-    let inner = line
-        .strip_suffix("\"}")
-        .ok_or("line does not end with its check field (truncated?)")?;
-    let pos = inner.rfind(CHECK_KEY).ok_or("line has no check field")?;
+    let inner = line.strip_suffix("\"}").ok_or(LineError::Truncated)?;
+    let pos = inner.rfind(CHECK_KEY).ok_or(LineError::NoCheck)?;
     let check = &inner[pos + CHECK_KEY.len()..];
     let body = format!("{}}}", &inner[..pos]);
     if check_of(&body) != check {
-        return Err(format!("check {check} does not match the record's content"));
+        return Err(LineError::CheckMismatch(check.to_string()));
     }
-    serde_json::from_str(&body).map_err(|e| format!("not a valid entry: {e}"))
+    serde_json::from_str(&body).map_err(LineError::Invalid)
 }
 
 #[cfg(test)]

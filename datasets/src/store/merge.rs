@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::DatasetError;
 use crate::manifest::{unix_now, Manifest};
 use crate::store::{Dataset, DatasetWriter};
-use crate::Session;
+use crate::{short_id, Session};
 
 pub struct MergeSummary {
     pub shards: usize,
@@ -56,9 +56,9 @@ pub fn merge(
                 shard,
                 format!(
                 "probe set {} differs from {}'s {}: shards of one collection share one probe set",
-                &m.probe_set.hash[..12],
+                short_id(&m.probe_set.hash),
                 first.display(),
-                &base.manifest.probe_set.hash[..12]
+                short_id(&base.manifest.probe_set.hash)
             ),
             ));
         }
@@ -68,11 +68,10 @@ pub fn merge(
                 format!(
                     "model {} (weights {}) differs from {}'s {} (weights {})",
                     m.model.id,
-                    &m.model.weights_sha256[..m.model.weights_sha256.len().min(12)],
+                    short_id(&m.model.weights_sha256),
                     first.display(),
                     base.manifest.model.id,
-                    &base.manifest.model.weights_sha256
-                        [..base.manifest.model.weights_sha256.len().min(12)]
+                    short_id(&base.manifest.model.weights_sha256)
                 ),
             ));
         }

@@ -10,6 +10,7 @@
 //! left unsealed by a crash is repaired by `--resume`: its torn last line, never acknowledged, is cut.
 
 mod checksums;
+mod files;
 mod fsutil;
 mod line;
 mod merge;
@@ -17,7 +18,7 @@ mod reader;
 mod writer;
 
 pub use checksums::Checksums;
-pub use line::{decode_line, encode_line};
+pub use line::{decode_line, encode_line, LineError};
 pub use merge::{merge, MergeSummary};
 pub use reader::Dataset;
 pub use writer::{DatasetWriter, OpenMode};

@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::writer::{list_shards, read_shard};
+use super::files::{list_shards, read_manifest, read_shard};
 use super::{Checksums, MANIFEST, PROBES};
 use crate::error::{DatasetError, Result};
-use crate::manifest::{Manifest, SCHEMA_VERSION};
+use crate::manifest::Manifest;
 use crate::probe::ProbeSet;
 use crate::record::Record;
 
@@ -13,40 +13,6 @@ use crate::record::Record;
 pub struct Dataset {
     pub dir: PathBuf,
     pub manifest: Manifest,
-}
-
-pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
-    let path = dir.join(MANIFEST);
-    if !path.exists() {
-        return Err(DatasetError::NotADataset { path: dir.into() });
-    }
-    let text = std::fs::read_to_string(&path).map_err(DatasetError::io(&path))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| DatasetError::Malformed {
-            path: path.clone(),
-            what: "manifest",
-            reason: e.to_string(),
-        })?;
-    let found = value
-        .get("schema_version")
-        .and_then(|v| v.as_u64())
-        .ok_or_else(|| DatasetError::Malformed {
-            path: path.clone(),
-            what: "manifest",
-            reason: "no schema_version".into(),
-        })? as u32;
-    if found != SCHEMA_VERSION {
-        return Err(DatasetError::SchemaVersion {
-            path,
-            found,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    serde_json::from_value(value).map_err(|e| DatasetError::Malformed {
-        path,
-        what: "manifest",
-        reason: e.to_string(),
-    })
 }
 
 impl Dataset {

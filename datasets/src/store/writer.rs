@@ -5,13 +5,15 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use super::files::{list_shards, read_manifest, read_shard};
 use super::fsutil::{sync_dir, write_atomic};
 use super::line::{decode_line, encode_line};
-use super::{shard_index, shard_name, Checksums, MANIFEST, PROBES, RECORDS_DIR};
+use super::{shard_name, Checksums, MANIFEST, PROBES, RECORDS_DIR};
 use crate::error::{DatasetError, Result};
 use crate::manifest::{Manifest, Session};
 use crate::probe::ProbeSet;
 use crate::record::Record;
+use crate::short_id;
 
 /// Rotate to a new shard past this many records, so no shard grows without bound.
 const SHARD_RECORDS: usize = 20_000;
@@ -124,7 +126,7 @@ impl DatasetWriter {
     }
 
     fn resume(dir: &Path, expected: &Manifest, session: Session) -> Result<DatasetWriter> {
-        let mut manifest = super::reader::read_manifest(dir)?;
+        let mut manifest = read_manifest(dir)?;
         let mismatch = |reason: String| DatasetError::ResumeMismatch {
             path: dir.into(),
             reason,
@@ -133,17 +135,17 @@ impl DatasetWriter {
             return Err(mismatch(format!(
                 "the dataset holds model {} (weights {}), this run collects {} (weights {})",
                 manifest.model.id,
-                short(&manifest.model.weights_sha256),
+                short_id(&manifest.model.weights_sha256),
                 expected.model.id,
-                short(&expected.model.weights_sha256)
+                short_id(&expected.model.weights_sha256)
             )));
         }
         if manifest.probe_set.hash != expected.probe_set.hash {
             return Err(mismatch(format!(
                 "the dataset's probe set is {} ({} probes), this run's is {} ({} probes)",
-                short(&manifest.probe_set.hash),
+                short_id(&manifest.probe_set.hash),
                 manifest.probe_set.count,
-                short(&expected.probe_set.hash),
+                short_id(&expected.probe_set.hash),
                 expected.probe_set.count
             )));
         }
@@ -275,39 +277,11 @@ impl DatasetWriter {
     }
 }
 
-fn short(hash: &str) -> &str {
-    &hash[..hash.len().min(12)]
-}
-
 fn write_manifest(dir: &Path, manifest: &Manifest, checksums: &mut Checksums) -> Result<()> {
     let json = serde_json::to_vec_pretty(manifest).expect("manifests serialise");
     write_atomic(&dir.join(MANIFEST), &json)?;
     checksums.record(dir, MANIFEST)?;
     checksums.save(dir)
-}
-
-pub(crate) fn list_shards(dir: &Path) -> Result<Vec<(u32, String)>> {
-    let records = dir.join(RECORDS_DIR);
-    let mut out = Vec::new();
-    let entries = match fs::read_dir(&records) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => {
-            return Err(DatasetError::Io {
-                path: records,
-                source: e,
-            })
-        }
-    };
-    for entry in entries {
-        let entry = entry.map_err(DatasetError::io(&records))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(i) = shard_index(&name) {
-            out.push((i, shard_name(i)));
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 fn has_records(dir: &Path) -> Result<bool> {
@@ -320,21 +294,6 @@ fn has_records(dir: &Path) -> Result<bool> {
         }
     }
     Ok(false)
-}
-
-pub(crate) fn read_shard(dir: &Path, rel: &str) -> Result<Vec<Record>> {
-    let path = dir.join(rel);
-    let text = fs::read_to_string(&path).map_err(DatasetError::io(&path))?;
-    text.lines()
-        .enumerate()
-        .map(|(n, line)| {
-            decode_line::<Record>(line).map_err(|reason| DatasetError::CorruptRecord {
-                shard: path.clone(),
-                record: n + 1,
-                reason,
-            })
-        })
-        .collect()
 }
 
 /// Cut the torn tail of a shard left by a crash. Returns false when nothing remains (the file is
@@ -373,7 +332,7 @@ fn repair_shard(dir: &Path, rel: &str, done: &mut HashSet<(String, String)>) -> 
                 return Err(DatasetError::CorruptRecord {
                     shard: path,
                     record: n + 1,
-                    reason,
+                    reason: reason.to_string(),
                 })
             }
         }

@@ -1,0 +1,110 @@
+//! The format dimension: the numeric format weights and activations are computed in.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::error::FieldError;
+use super::pattern::Dimension;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NumericFormat {
+    F32,
+    Tf32,
+    Bf16,
+    F16,
+    Fp8E4m3,
+    Fp8E5m2,
+    /// Weights per output channel, activations per tensor, symmetric.
+    Int8,
+    /// Weight-only, group-wise along the reduction dimension.
+    Int4 {
+        group: u32,
+    },
+    /// Shared power-of-two exponent per block of 32, 8-bit signed mantissas.
+    MxInt8,
+    Gguf(GgufType),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GgufType {
+    Q8_0,
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    Q4K,
+    Q6K,
+}
+
+impl NumericFormat {
+    /// Every format hspi knows, for listings and property tests.
+    pub fn all() -> Vec<NumericFormat> {
+        use GgufType::*;
+        use NumericFormat::*;
+        vec![
+            F32,
+            Tf32,
+            Bf16,
+            F16,
+            Fp8E4m3,
+            Fp8E5m2,
+            Int8,
+            Int4 { group: 32 },
+            Int4 { group: 128 },
+            MxInt8,
+            Gguf(Q8_0),
+            Gguf(Q4_0),
+            Gguf(Q4_1),
+            Gguf(Q5_0),
+            Gguf(Q5_1),
+            Gguf(Q4K),
+            Gguf(Q6K),
+        ]
+    }
+}
+
+impl fmt::Display for NumericFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NumericFormat::F32 => f.write_str("f32"),
+            NumericFormat::Tf32 => f.write_str("tf32"),
+            NumericFormat::Bf16 => f.write_str("bf16"),
+            NumericFormat::F16 => f.write_str("f16"),
+            NumericFormat::Fp8E4m3 => f.write_str("fp8-e4m3"),
+            NumericFormat::Fp8E5m2 => f.write_str("fp8-e5m2"),
+            NumericFormat::Int8 => f.write_str("int8"),
+            NumericFormat::Int4 { group } => write!(f, "int4-g{group}"),
+            NumericFormat::MxInt8 => f.write_str("mxint8"),
+            NumericFormat::Gguf(t) => f.write_str(match t {
+                GgufType::Q8_0 => "q8_0",
+                GgufType::Q4_0 => "q4_0",
+                GgufType::Q4_1 => "q4_1",
+                GgufType::Q5_0 => "q5_0",
+                GgufType::Q5_1 => "q5_1",
+                GgufType::Q4K => "q4_k",
+                GgufType::Q6K => "q6_k",
+            }),
+        }
+    }
+}
+
+impl FromStr for NumericFormat {
+    type Err = FieldError;
+    fn from_str(s: &str) -> Result<Self, FieldError> {
+        if let Some(g) = s.strip_prefix("int4-g") {
+            return match g.parse::<u32>() {
+                Ok(group) if group > 0 => Ok(NumericFormat::Int4 { group }),
+                _ => Err(FieldError::new(
+                    Dimension::Format,
+                    format!("int4 group '{g}' must be a positive integer"),
+                )),
+            };
+        }
+        NumericFormat::all()
+            .into_iter()
+            .find(|f| f.to_string() == s)
+            .ok_or_else(|| {
+                FieldError::new(Dimension::Format, format!("unknown numeric format '{s}'"))
+            })
+    }
+}

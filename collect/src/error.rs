@@ -1,6 +1,8 @@
 use std::path::PathBuf;
 
 use hspi_datasets::DatasetError;
+
+use crate::http::BudgetReached;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -53,8 +55,18 @@ pub enum CollectError {
     TrainingData(String),
     #[error("{url}: {reason}")]
     Http { url: String, reason: String },
-    #[error("{0}\nhint: raise --max-requests / --max-output-tokens / --max-cost, then rerun with --resume (answers already paid for are replayed from the journal)")]
-    Budget(String),
+    #[error("{url}: {source}")]
+    Api {
+        url: String,
+        #[source]
+        source: hspi_api::ApiError,
+    },
+    #[error("{reached}{}\nhint: raise --max-requests / --max-output-tokens / --max-cost, then rerun with --resume (answers already paid for are replayed from the journal)", after.as_ref().map(|a| format!(" (after: {a})")).unwrap_or_default())]
+    Budget {
+        reached: BudgetReached,
+        /// Why the attempt before the refused one failed, if one did.
+        after: Option<String>,
+    },
     #[error("journal {path}: {reason}")]
     Journal { path: PathBuf, reason: String },
 }

@@ -22,6 +22,16 @@ pub struct Spent {
     pub cost: f64,
 }
 
+/// The next request could cross a cap: a clean, resumable stop (exit 3), never an error message
+/// to be recognised by its wording.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("budget reached: the next request could exceed {limit} (spent {} requests, {} output tokens, cost {:.6})", spent.requests, spent.output_tokens, spent.cost)]
+pub struct BudgetReached {
+    /// The cap that would be crossed, e.g. `20 output tokens`.
+    pub limit: String,
+    pub spent: Spent,
+}
+
 pub struct Budget {
     limits: BudgetLimits,
     spent: Mutex<Spent>,
@@ -42,7 +52,7 @@ impl Budget {
     }
 
     /// Reserve one attempt of at most `prompt_tokens` in and `max_tokens` out.
-    pub fn reserve(&self, prompt_tokens: u64, max_tokens: u64) -> Result<(), String> {
+    pub fn reserve(&self, prompt_tokens: u64, max_tokens: u64) -> Result<(), BudgetReached> {
         let mut s = self.spent.lock().expect("budget lock");
         let after = Spent {
             requests: s.requests + 1,
@@ -64,10 +74,7 @@ impl Budget {
             None
         };
         if let Some(limit) = over {
-            return Err(format!(
-                "budget reached: the next request could exceed {limit} (spent {} requests, {} output tokens, cost {:.6})",
-                s.requests, s.output_tokens, s.cost
-            ));
+            return Err(BudgetReached { limit, spent: *s });
         }
         *s = after;
         Ok(())
@@ -102,11 +109,11 @@ mod tests {
         });
         b.reserve(5, 8).unwrap();
         b.reserve(5, 8).unwrap();
-        let e = b.reserve(5, 8).unwrap_err();
+        let e = b.reserve(5, 8).unwrap_err().to_string();
         assert!(e.contains("20 output tokens"), "{e}");
         b.settle((5, 8), Some((4, 2)));
         b.reserve(5, 8).unwrap();
-        assert!(b.reserve(1, 1).unwrap_err().contains("3 requests"));
+        assert!(b.reserve(1, 1).unwrap_err().to_string().contains("3 requests"));
         assert_eq!(b.spent().requests, 3);
     }
 
@@ -119,6 +126,6 @@ mod tests {
             ..Default::default()
         });
         b.reserve(4, 5).unwrap(); // 9 tokens = 0.0009
-        assert!(b.reserve(1, 1).unwrap_err().contains("cost"));
+        assert!(b.reserve(1, 1).unwrap_err().limit.contains("cost"));
     }
 }

@@ -7,6 +7,9 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
+use super::budget::BudgetReached;
+use crate::error::CollectError;
+
 /// Response headers worth keeping as provenance (never anything that could carry credentials).
 const KEPT_HEADERS: [&str; 8] = [
     "server",
@@ -62,21 +65,37 @@ pub struct Client {
     next_slot: Mutex<Instant>,
 }
 
+/// How a `post` that got no answer ended.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SendError {
+    /// The budget refused the next attempt (`after`: why the attempt before it failed).
+    #[error("{reached}{}", after.as_ref().map(|a| format!(" (after: {a})")).unwrap_or_default())]
+    Budget {
+        reached: BudgetReached,
+        after: Option<String>,
+    },
+    #[error("gave up after {sent} attempts: {last}")]
+    GaveUp { sent: u32, last: String },
+}
+
 /// What one `post` cost and how it ended.
 #[derive(Debug)]
 pub struct Attempts {
     pub sent: u32,
-    pub result: Result<RawResponse, String>,
+    pub result: Result<RawResponse, SendError>,
 }
 
 impl Client {
-    pub fn new(config: ClientConfig, api_key: Option<String>) -> Result<Client, String> {
+    pub fn new(config: ClientConfig, api_key: Option<String>) -> Result<Client, CollectError> {
         let http = reqwest::blocking::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(Duration::from_secs(10).min(config.timeout))
             .user_agent(concat!("hspi/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(|e| CollectError::Http {
+                url: String::new(),
+                reason: format!("cannot build the HTTP client: {e}"),
+            })?;
         Ok(Client {
             http,
             config,
@@ -126,18 +145,17 @@ impl Client {
         &self,
         url: &str,
         body: &str,
-        may_send: &dyn Fn() -> Result<(), String>,
+        may_send: &dyn Fn() -> Result<(), BudgetReached>,
     ) -> Attempts {
         let mut sent = 0;
         let mut last_err = String::new();
         for attempt in 0..=self.config.max_retries {
-            if let Err(e) = may_send() {
+            if let Err(reached) = may_send() {
                 return Attempts {
                     sent,
-                    result: Err(if last_err.is_empty() {
-                        e
-                    } else {
-                        format!("{e} (after: {last_err})")
+                    result: Err(SendError::Budget {
+                        reached,
+                        after: (!last_err.is_empty()).then_some(last_err),
                     }),
                 };
             }
@@ -210,7 +228,10 @@ impl Client {
         }
         Attempts {
             sent,
-            result: Err(format!("gave up after {sent} attempts: {last_err}")),
+            result: Err(SendError::GaveUp {
+                sent,
+                last: last_err,
+            }),
         }
     }
 }

@@ -1,18 +1,14 @@
-//! Remote OpenAI-compatible endpoints as targets. One file per concern: the request, the response
-//! shapes (chat-style and legacy logprobs), the client, the budget, the journal.
+//! Remote OpenAI-compatible endpoints as targets. One file per concern: the client, the budget,
+//! the journal; the wire formats are API shapes in the hspi-api crate.
 
 mod budget;
-mod chat_logprobs;
 mod client;
 mod journal;
-mod legacy_logprobs;
-mod request;
-pub mod response;
 
-pub use budget::{Budget, BudgetLimits, Spent};
-pub use client::{Client, ClientConfig, RawResponse};
+pub use budget::{Budget, BudgetLimits, BudgetReached, Spent};
+pub use client::{Client, ClientConfig, RawResponse, SendError};
+pub use hspi_api::{shape_for_url, shape_named, ApiShape, Parsed, RequestOptions, SHAPES};
 pub use journal::{request_key, Journal, JournalEntry};
-pub use request::{ApiShape, RequestOptions};
 
 use std::sync::Arc;
 
@@ -28,7 +24,7 @@ const MALFORMED_REFETCHES: usize = 2;
 pub struct HttpTarget {
     pub id: String,
     pub url: String,
-    pub shape: ApiShape,
+    pub shape: &'static dyn ApiShape,
     pub model: String,
     pub options: RequestOptions,
     pub platform: Option<Platform>,
@@ -40,6 +36,12 @@ pub struct HttpTarget {
     pub allow_model_mismatch: bool,
     /// Refuse answers without logprobs (the default: bit features need them).
     pub require_logprobs: bool,
+}
+
+/// One attempt's worst case, held until the answer's usage is known.
+struct Reservation {
+    held: u32,
+    worst: (u64, u64),
 }
 
 impl HttpTarget {
@@ -55,32 +57,47 @@ impl HttpTarget {
                 reason: "endpoints answer text prompts (`hspi probe prompts`)".into(),
             });
         };
-        let body = request::body(self.shape, &self.model, text, params, &self.options);
+        let body = self.shape.body(&self.model, text, params, &self.options);
         let key = request_key(&self.url, &body);
         let http_err = |reason: String| CollectError::Http {
             url: self.url.clone(),
             reason,
         };
-        let (prompt_bound, max_tokens) = (text.len() as u64 + 64, params.max_tokens as u64);
+        let worst = (text.len() as u64 + 64, params.max_tokens as u64);
         // A 200 whose body is no valid answer (a truncated transfer, a proxy's page) is fetched
-        // again, a bounded number of times; the journal keeps every body it got.
+        // again, a bounded number of times; the journal keeps every body it got. Each body is
+        // parsed once, and the budget settled from that parse.
         let mut replayed = self.journal.replay(&key);
-        let mut parsed = Err(String::new());
+        let mut parsed = None;
         for _ in 0..=MALFORMED_REFETCHES {
-            let raw = match replayed.take() {
-                Some(raw) => raw,
-                None => self.fetch(&key, &body, prompt_bound, max_tokens)?,
+            let (raw, reservation) = match replayed.take() {
+                Some(raw) => (raw, None),
+                None => {
+                    let (raw, r) = self.fetch(&key, &body, worst)?;
+                    (raw, Some(r))
+                }
             };
             if !raw.is_success() {
                 let body: String = raw.body.chars().take(200).collect();
                 return Err(http_err(format!("HTTP {}: {body}", raw.status)));
             }
-            parsed = response::parse(&raw.body);
-            if parsed.is_ok() {
+            let attempt = self.shape.parse(&raw.body);
+            if let Some(r) = reservation {
+                let used = attempt.as_ref().ok().and_then(|p| p.usage.clone());
+                self.settle(r, used.map(|u| (u.prompt_tokens, u.completion_tokens)));
+            }
+            let ok = attempt.is_ok();
+            parsed = Some(attempt);
+            if ok {
                 break;
             }
         }
-        let parsed = parsed.map_err(http_err)?;
+        let parsed = parsed
+            .expect("at least one attempt")
+            .map_err(|source| CollectError::Api {
+                url: self.url.clone(),
+                source,
+            })?;
         if let Some(served) = &parsed.model {
             if !self.allow_model_mismatch
                 && served != &self.model
@@ -105,50 +122,34 @@ impl HttpTarget {
         })
     }
 
-    /// Send under the budget, journal the answer before anything reads it.
+    /// Send under the budget, journal the answer before anything reads it. Every attempt sent
+    /// holds a reservation; all but a successful last one settle here to no tokens spent (a
+    /// refused or failed request returns none), the request itself counting. The last one is
+    /// returned, to be settled from the parsed answer's usage.
     fn fetch(
         &self,
         key: &str,
         body: &str,
-        prompt_bound: u64,
-        max_tokens: u64,
-    ) -> Result<RawResponse> {
-        let reserved = (prompt_bound, max_tokens);
+        worst: (u64, u64),
+    ) -> Result<(RawResponse, Reservation)> {
         let reservations = std::cell::Cell::new(0u32);
-        let may_send = || -> std::result::Result<(), String> {
-            self.budget.reserve(prompt_bound, max_tokens)?;
+        let may_send = || -> std::result::Result<(), BudgetReached> {
+            self.budget.reserve(worst.0, worst.1)?;
             reservations.set(reservations.get() + 1);
             Ok(())
         };
         let attempts = self.client.post(&self.url, body, &may_send);
-        // Every attempt sent holds a reservation; all but a successful last one settle to nothing
-        // spent on tokens (a refused or failed request returns none), the request itself counting.
         let held = reservations.get();
-        let result = attempts.result.map_err(|reason| {
-            if reason.starts_with("budget reached") {
-                CollectError::Budget(reason)
-            } else {
-                CollectError::Http {
-                    url: self.url.clone(),
-                    reason,
-                }
-            }
-        });
-        for i in 0..held {
-            let last_ok = i + 1 == held && matches!(&result, Ok(r) if r.is_success());
-            if last_ok {
-                let used = result
-                    .as_ref()
-                    .ok()
-                    .and_then(|r| response::parse(&r.body).ok())
-                    .and_then(|p| p.usage)
-                    .map(|u| (u.prompt_tokens, u.completion_tokens));
-                self.budget.settle(reserved, used);
-            } else {
-                self.budget.settle(reserved, Some((0, 0)));
-            }
-        }
-        let raw = result?;
+        let answered = matches!(&attempts.result, Ok(r) if r.is_success());
+        let failed = if answered { held.saturating_sub(1) } else { held };
+        self.settle(Reservation { held: failed, worst }, Some((0, 0)));
+        let raw = attempts.result.map_err(|e| match e {
+            SendError::Budget { reached, after } => CollectError::Budget { reached, after },
+            other => CollectError::Http {
+                url: self.url.clone(),
+                reason: other.to_string(),
+            },
+        })?;
         self.journal.append(&JournalEntry {
             key: key.into(),
             url: self.url.clone(),
@@ -156,7 +157,18 @@ impl HttpTarget {
             response: raw.clone(),
             at_unix: unix_now(),
         })?;
-        Ok(raw)
+        let last = Reservation {
+            held: u32::from(answered),
+            worst,
+        };
+        Ok((raw, last))
+    }
+
+    /// Replace held reservations' worst case by what was used (`None`: the worst case stands).
+    fn settle(&self, r: Reservation, used: Option<(u64, u64)>) {
+        for _ in 0..r.held {
+            self.budget.settle(r.worst, used);
+        }
     }
 }
 

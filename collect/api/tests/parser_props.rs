@@ -1,8 +1,18 @@
 //! Property tests: the response parsers never panic, reject garbage with a message, and recover
 //! every logprob's f32 bits from well-formed answers in both shapes.
 
-use hspi_collect::http::response::parse;
+use hspi_api::{Parsed, SHAPES};
 use hspi_datasets::Outputs;
+
+/// Every registered shape reads an answer the same way; the properties below hold for each.
+fn parse(body: &str) -> Result<Parsed, String> {
+    let all: Vec<Result<Parsed, String>> = SHAPES
+        .iter()
+        .map(|s| s.parse(body).map_err(|e| e.to_string()))
+        .collect();
+    assert!(all.windows(2).all(|w| w[0] == w[1]), "shapes disagree on {body:?}");
+    all.into_iter().next().expect("at least one shape")
+}
 use proptest::prelude::*;
 
 fn chat_body(lps: &[f32]) -> String {

@@ -1,12 +1,15 @@
-//! Parse an OpenAI-compatible completion response into a record's outputs. Logprobs are read as
-//! raw JSON numbers (`RawValue`), so the printed digits are kept and the f32 bits recovered exactly.
+//! The OpenAI-compatible answer envelope both OpenAI shapes share: `choices[0]` with its text (or
+//! message), logprobs, finish reason, and `usage`. Logprobs are read as raw JSON numbers
+//! (`RawValue`), so the printed digits are kept and the f32 bits recovered exactly.
 
-use hspi_datasets::{Logprob, Outputs, TokenStep, TopEntry, Usage};
+use hspi_datasets::{Outputs, Usage};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{chat_logprobs, legacy_logprobs};
+use crate::error::ApiError;
+use crate::logprobs;
 
+/// One answer, parsed once: what it says about itself, its outputs and its usage.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {
     pub id: Option<String>,
@@ -62,22 +65,20 @@ fn snippet(body: &str) -> String {
     }
 }
 
-pub fn parse(body: &str) -> Result<Parsed, String> {
+pub(crate) fn parse(body: &str) -> Result<Parsed, ApiError> {
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
         if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
-            return Err(format!("the endpoint answered with an error: {e}"));
+            return Err(ApiError::EndpointError(e.to_string()));
         }
     }
-    let b: Body = serde_json::from_str(body)
-        .map_err(|e| format!("malformed response ({e}): got {}", snippet(body)))?;
+    let b: Body = serde_json::from_str(body).map_err(|e| ApiError::Malformed {
+        reason: e.to_string(),
+        snippet: snippet(body),
+    })?;
     if let Some(e) = b.error {
-        return Err(format!("the endpoint answered with an error: {e}"));
+        return Err(ApiError::EndpointError(e.to_string()));
     }
-    let choice = b
-        .choices
-        .into_iter()
-        .next()
-        .ok_or("the response has no choices")?;
+    let choice = b.choices.into_iter().next().ok_or(ApiError::NoChoices)?;
     let text = choice
         .text
         .or_else(|| choice.message.and_then(|m| m.content))
@@ -85,7 +86,7 @@ pub fn parse(body: &str) -> Result<Parsed, String> {
     let steps = match choice.logprobs {
         None => None,
         Some(raw) if raw.get().trim() == "null" => None,
-        Some(raw) => Some(parse_logprobs(raw.get())?),
+        Some(raw) => Some(logprobs::parse(raw.get())?),
     };
     Ok(Parsed {
         id: b.id,
@@ -102,31 +103,4 @@ pub fn parse(body: &str) -> Result<Parsed, String> {
             completion_tokens: u.completion_tokens.unwrap_or(0),
         }),
     })
-}
-
-/// Chat-style (`content[]`) or legacy (`tokens` + `token_logprobs`), whichever the object is.
-fn parse_logprobs(raw: &str) -> Result<Vec<TokenStep>, String> {
-    let keys: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(raw).map_err(|e| format!("logprobs is not an object: {e}"))?;
-    if keys.contains_key("content") {
-        chat_logprobs::parse(raw)
-    } else if keys.contains_key("tokens") || keys.contains_key("token_logprobs") {
-        legacy_logprobs::parse(raw)
-    } else {
-        Err("logprobs has neither `content` (chat style) nor `tokens` (legacy style)".into())
-    }
-}
-
-pub(crate) fn logprob(raw: &RawValue) -> Result<Logprob, String> {
-    Logprob::parse(raw.get())
-}
-
-pub(crate) fn top_sorted(mut top: Vec<TopEntry>) -> Vec<TopEntry> {
-    top.sort_by(|a, b| {
-        b.logprob
-            .value()
-            .total_cmp(&a.logprob.value())
-            .then(a.token.cmp(&b.token))
-    });
-    top
 }

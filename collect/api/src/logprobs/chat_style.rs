@@ -1,4 +1,4 @@
-//! The chat-style logprobs shape: `{"content": [{token, bytes, logprob, top_logprobs[], id?}]}`.
+//! The chat-style logprobs layout: `{"content": [{token, bytes, logprob, top_logprobs[], id?}]}`.
 //! llama-server uses it for both endpoints (adding `id`); vLLM and SGLang for chat. vLLM can name
 //! ids `token_id`; both spellings are read.
 
@@ -6,7 +6,8 @@ use hspi_datasets::{TokenStep, TopEntry};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::response::{logprob, top_sorted};
+use super::value::{logprob, top_sorted};
+use crate::error::ApiError;
 
 #[derive(Deserialize)]
 struct Content<'a> {
@@ -35,11 +36,12 @@ struct Top<'a> {
     logprob: &'a RawValue,
 }
 
-pub fn parse(raw: &str) -> Result<Vec<TokenStep>, String> {
-    let c: Content = serde_json::from_str(raw).map_err(|e| format!("chat-style logprobs: {e}"))?;
+pub(crate) fn parse(raw: &str) -> Result<Vec<TokenStep>, ApiError> {
+    let c: Content =
+        serde_json::from_str(raw).map_err(|e| ApiError::logprobs("chat-style logprobs", e))?;
     let mut out = Vec::new();
     for (k, s) in c.content.unwrap_or_default().into_iter().enumerate() {
-        let lp = |r: &RawValue| logprob(r).map_err(|e| format!("logprobs.content[{k}]: {e}"));
+        let at = format!("logprobs.content[{k}]");
         let top = s
             .top_logprobs
             .unwrap_or_default()
@@ -48,10 +50,10 @@ pub fn parse(raw: &str) -> Result<Vec<TokenStep>, String> {
                 Ok(TopEntry {
                     token: t.token,
                     id: t.id,
-                    logprob: lp(t.logprob)?,
+                    logprob: logprob(t.logprob, &at)?,
                 })
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, ApiError>>()?;
         out.push(TokenStep {
             token: s.token,
             id: s.id,
@@ -59,7 +61,7 @@ pub fn parse(raw: &str) -> Result<Vec<TokenStep>, String> {
             logprob: s
                 .logprob
                 .filter(|r| r.get() != "null")
-                .map(lp)
+                .map(|r| logprob(r, &at))
                 .transpose()?,
             top: top_sorted(top),
         });

@@ -1,0 +1,34 @@
+//! OpenAI's chat completions (`/chat/completions`): the prompt as one user message, logprobs as
+//! `choices[0].logprobs.content[]` (llama-server, vLLM, SGLang alike).
+
+use hspi_datasets::GenerationParams;
+use serde_json::json;
+
+use crate::envelope::{self, Parsed};
+use crate::request::{finish, RequestOptions};
+use crate::{ApiError, ApiShape};
+
+pub struct OpenAiChat;
+
+impl ApiShape for OpenAiChat {
+    fn name(&self) -> &'static str {
+        "chat"
+    }
+    fn url_suffix(&self) -> &'static str {
+        "/chat/completions"
+    }
+    fn body(&self, model: &str, prompt: &str, p: &GenerationParams, o: &RequestOptions) -> String {
+        let v = json!({
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": p.max_tokens,
+            "temperature": p.temperature,
+            "logprobs": p.top_logprobs > 0,
+            "top_logprobs": p.top_logprobs,
+        });
+        finish(v, p, o)
+    }
+    fn parse(&self, body: &str) -> Result<Parsed, ApiError> {
+        envelope::parse(body)
+    }
+}

@@ -1,0 +1,56 @@
+//! Every registered API shape: builds a pinned request and parses its own fixture
+//! (tests/fixtures/NAME.json, an answer as its servers print it) with every logprob's bits.
+
+use hspi_api::{RequestOptions, SHAPES};
+use hspi_datasets::{GenerationParams, Outputs};
+
+#[test]
+fn every_shape_builds_requests_and_parses_its_fixture() {
+    assert!(SHAPES.len() >= 2);
+    for shape in SHAPES {
+        let params = GenerationParams {
+            max_tokens: 8,
+            temperature: 0.0,
+            top_logprobs: 5,
+            seed: Some(7),
+        };
+        let body: serde_json::Value = serde_json::from_str(&shape.body(
+            "m",
+            "In the beginning",
+            &params,
+            &RequestOptions::default(),
+        ))
+        .unwrap();
+        assert_eq!(body["model"], "m", "{}", shape.name());
+        assert_eq!(body["seed"], 7, "{}", shape.name());
+        assert_eq!(body["cache_prompt"], false, "{}", shape.name());
+        assert_eq!(body["max_tokens"], 8, "{}", shape.name());
+
+        let path = format!(
+            "{}/tests/fixtures/{}.json",
+            env!("CARGO_MANIFEST_DIR"),
+            shape.name()
+        );
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: every shape needs a fixture ({e})"));
+        let parsed = shape
+            .parse(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", shape.name()));
+        assert!(parsed.has_logprobs, "{}", shape.name());
+        assert!(parsed.usage.is_some(), "{}", shape.name());
+        let Outputs::Completion { steps, .. } = parsed.outputs else {
+            panic!("{}: not a completion", shape.name())
+        };
+        assert!(!steps.is_empty(), "{}", shape.name());
+        for s in &steps {
+            let lp = s.logprob.as_ref().expect("sampled logprob");
+            assert_eq!(
+                f32::from_bits(lp.f32_bits) as f64,
+                lp.text.parse::<f32>().unwrap() as f64,
+                "{}: bits from the printed digits",
+                shape.name()
+            );
+            assert!(!s.top.is_empty(), "{}", shape.name());
+        }
+    }
+}

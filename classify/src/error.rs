@@ -14,6 +14,12 @@ pub enum ClassifyError {
     Empty,
     #[error("{0}")]
     Param(String),
+    #[error("unknown feature '{name}' (known: {known})")]
+    UnknownFeature { name: String, known: String },
+    #[error("{0}")]
+    Claim(#[from] hspi_datasets::PatternParseError),
+    #[error("the answer source failed: {0}")]
+    Source(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("fitting the logistic model failed: {0}")]
     Fit(String),
     #[error("{0}")]

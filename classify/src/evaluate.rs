@@ -222,7 +222,7 @@ pub fn evaluate(input: EvalInput) -> Result<EvalReport, ClassifyError> {
 fn is_member(class: &ClassLabel, r: &Record) -> bool {
     r.platform
         .as_ref()
-        .is_some_and(|p| class.members.contains(&p.to_string()))
+        .is_some_and(|p| class.members.contains(p))
 }
 
 /// The class id a labelled record belongs to in this model.

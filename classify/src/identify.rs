@@ -1,12 +1,13 @@
 //! Identification of one target from its answers: the exact-match path when every probe was seen
 //! in training, otherwise the classifier's posterior summed over queries, with open-set rejection.
 
+use hspi_datasets::top_label;
 use hspi_datasets::Record;
 use serde::{Deserialize, Serialize};
 
 use crate::exact::Lookup;
 use crate::features::View;
-use crate::linear::{argmax, log_softmax, standardise};
+use crate::linear::{log_softmax, standardise};
 use crate::model::PlatformModel;
 use crate::references::{feature_matrix, ReferenceIndex};
 
@@ -166,7 +167,7 @@ impl PlatformModel {
             }
         }
         let post = log_softmax(&total);
-        let best = argmax(&post);
+        let best = top_label(&post).unwrap_or(0);
         let score = scored
             .iter()
             .map(|(_, z)| self.open_set.score(best, z))
@@ -244,7 +245,7 @@ impl PlatformModel {
                 .identical(r)
                 .iter()
                 .filter(|p| self.spec.references.contains(p))
-                .filter_map(|p| self.classes.iter().position(|c| c.members.contains(p)))
+                .filter_map(|p| self.classes.iter().position(|c| c.has(p)))
                 .collect();
             let next: Vec<usize> = match common {
                 None => classes,

@@ -87,25 +87,53 @@ impl IntegrityProfile {
     }
 }
 
-/// The properties this answer breaks that every profiled class always keeps.
-pub fn violations(record: &Record, profiles: &[IntegrityProfile]) -> Vec<&'static str> {
+/// One integrity property; an evidence mode says which apply to its answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// No positive logprob (a probability above 1).
+    NonPositive,
+    /// Logprobs printed as exact f32 values.
+    ExactF32,
+    /// The sampled token's logprob equals its own top-list entry.
+    SampledMatchesTop,
+    /// Top lists in order.
+    Sorted,
+}
+
+/// The properties among `applied` this answer breaks that every profiled class always keeps.
+pub fn violations(
+    record: &Record,
+    profiles: &[IntegrityProfile],
+    applied: &[Check],
+) -> Vec<&'static str> {
     if profiles.is_empty() {
         return Vec::new();
     }
     let all = |f: fn(&IntegrityProfile) -> f64| profiles.iter().all(|p| f(p) == 1.0);
     let c = check(record);
     let mut out = Vec::new();
-    if c.non_positive == Some(false) {
-        out.push("a positive logprob (a probability above 1)");
-    }
-    if c.exact_f32 == Some(false) && all(|p| p.exact_f32) {
-        out.push("logprobs that are not exact f32 values, which every known engine prints");
-    }
-    if c.sampled_matches_top == Some(false) && all(|p| p.sampled_matches_top) {
-        out.push("a sampled token's logprob that differs from its own top-list entry");
-    }
-    if c.sorted == Some(false) && all(|p| p.sorted) {
-        out.push("a top-logprob list out of order");
+    for rule in applied {
+        let (broken, message) = match rule {
+            Check::NonPositive => (
+                c.non_positive == Some(false),
+                "a positive logprob (a probability above 1)",
+            ),
+            Check::ExactF32 => (
+                c.exact_f32 == Some(false) && all(|p| p.exact_f32),
+                "logprobs that are not exact f32 values, which every known engine prints",
+            ),
+            Check::SampledMatchesTop => (
+                c.sampled_matches_top == Some(false) && all(|p| p.sampled_matches_top),
+                "a sampled token's logprob that differs from its own top-list entry",
+            ),
+            Check::Sorted => (
+                c.sorted == Some(false) && all(|p| p.sorted),
+                "a top-logprob list out of order",
+            ),
+        };
+        if broken {
+            out.push(message);
+        }
     }
     out
 }

@@ -1,9 +1,10 @@
 //! Feature extractors, classifiers, EQC grouping and the verifier.
 
-pub mod claim;
+pub mod audit;
 pub mod eqc;
 mod error;
 pub mod evaluate;
+pub mod evidence;
 pub mod exact;
 pub mod features;
 pub mod identify;
@@ -14,7 +15,9 @@ pub mod open_set;
 pub mod references;
 pub mod verify;
 
+pub use audit::{run_audit, AnswerSource, AuditOutcome, RecordSource};
 pub use eqc::{group_eqcs, EqcGrouping};
+pub use evidence::{EvidenceMode, ExactLogprobs, FullLogits};
 pub use error::ClassifyError;
 pub use identify::{Decision, Identification};
 pub use model::{PlatformModel, TrainInput};

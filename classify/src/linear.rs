@@ -2,6 +2,7 @@
 //! strength chosen by k-fold validation grouped by probe: a probe never sits in both the fold
 //! that trains and the fold that validates, so the score measures unseen probes.
 
+use hspi_datasets::top_label;
 use linfa::prelude::*;
 use linfa_logistic::MultiLogisticRegression;
 use ndarray::{Array1, Array2, Axis};
@@ -167,11 +168,6 @@ pub fn log_softmax(v: &[f64]) -> Vec<f64> {
     v.iter().map(|x| x - lse).collect()
 }
 
-pub fn argmax(v: &[f64]) -> usize {
-    (0..v.len())
-        .max_by(|a, b| v[*a].total_cmp(&v[*b]))
-        .unwrap_or(0)
-}
 
 /// Fold of each sample: samples of one probe share a fold.
 pub fn folds_by_group(groups: &[String], folds: usize) -> Vec<usize> {
@@ -236,7 +232,7 @@ pub fn train(
             let m = fit(&xt, &yt, classes, alpha, validation_iterations(x, params))?;
             for i in test_idx {
                 let row = x.row(i).to_vec();
-                right += usize::from(argmax(&m.log_proba(&row)) == y[i]);
+                right += usize::from(top_label(&m.log_proba(&row)).unwrap_or(0) == y[i]);
                 total += 1;
             }
         }
@@ -273,7 +269,7 @@ mod tests {
         let x = Array2::from_shape_vec((60, 2), rows).unwrap();
         let (m, v) = train(&x, &y, &groups, 3, &TrainParams::default()).unwrap();
         assert!(v.scores.iter().any(|s| s.1 == 1.0), "{v:?}");
-        assert_eq!(argmax(&m.log_proba(&[2.2, -1.0])), 2);
+        assert_eq!(top_label(&m.log_proba(&[2.2, -1.0])).unwrap_or(0), 2);
         let bad = TrainParams {
             folds: 1,
             ..TrainParams::default()

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use hspi_datasets::manifest::ModelInfo;
-use hspi_datasets::Record;
+use hspi_datasets::{short_id, Platform, Record};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -24,16 +24,21 @@ pub struct ClassLabel {
     /// The EQC id in the training data (`E1`, `E2`, …).
     pub id: String,
     /// Its member platforms.
-    pub members: Vec<String>,
+    pub members: Vec<Platform>,
 }
 
 impl ClassLabel {
     pub fn name(&self) -> String {
         match self.members.as_slice() {
-            [one] => one.clone(),
+            [one] => one.to_string(),
             [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
             [] => self.id.clone(),
         }
+    }
+
+    /// Whether the platform (its string form, as reference lists keep it) is a member.
+    pub fn has(&self, platform: &str) -> bool {
+        self.members.iter().any(|m| m.to_string() == platform)
     }
 }
 
@@ -89,18 +94,13 @@ impl PlatformModel {
             .iter()
             .map(|e| ClassLabel {
                 id: e.id.clone(),
-                members: e.members.iter().map(ToString::to_string).collect(),
+                members: e.members.clone(),
             })
             .collect();
         let class_of = |r: &Record| {
-            let p = r
-                .platform
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default();
             classes
                 .iter()
-                .position(|c| c.members.contains(&p))
+                .position(|c| r.platform.as_ref().is_some_and(|p| c.members.contains(p)))
                 .unwrap_or(0)
         };
         let reference_platforms = input
@@ -206,9 +206,9 @@ impl PlatformModel {
             return Err(ClassifyError::Mismatch(format!(
                 "this classifier was trained on model {} (weights {}), the records are from {} (weights {})\nhint: train on a dataset of the same model",
                 self.model.id,
-                short(&self.model.weights_sha256),
+                short_id(&self.model.weights_sha256),
                 model.id,
-                short(&model.weights_sha256)
+                short_id(&model.weights_sha256)
             )));
         }
         if let Some(r) = records.first() {
@@ -227,6 +227,4 @@ impl PlatformModel {
     }
 }
 
-fn short(s: &str) -> &str {
-    &s[..s.len().min(12)]
-}
+

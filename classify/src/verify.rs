@@ -5,15 +5,15 @@
 //! Wald's thresholds for the requested error rates. The per-query cap means no single answer
 //! decides alone; a budget cap ends in "inconclusive", never in an accusation.
 
-use hspi_datasets::Record;
+use hspi_datasets::top_label;
+use hspi_datasets::{Dimension, PlatformPattern, Record};
 use serde::{Deserialize, Serialize};
 
-use crate::claim::Claim;
 use crate::error::ClassifyError;
+use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
 use crate::identify::output_tokens;
 use crate::integrity::violations;
-use crate::linear::argmax;
 use crate::model::PlatformModel;
 use crate::references::ReferenceIndex;
 
@@ -78,6 +78,10 @@ pub enum Verdict {
     Mismatch {
         likely_class: String,
         likely_platform: String,
+        /// The claimed dimensions on which every member of the likely class differs from the
+        /// claim (older reports have none).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        dimensions: Vec<Dimension>,
     },
     UnknownPlatform {
         reason: String,
@@ -152,7 +156,8 @@ pub struct VerifyReport {
 pub struct Verifier<'a> {
     model: &'a PlatformModel,
     refs: &'a ReferenceIndex,
-    claim: Claim,
+    mode: &'static dyn EvidenceMode,
+    claim: PlatformPattern,
     claimed: Vec<usize>,
     params: VerifyParams,
     cumulative: Vec<f64>,
@@ -168,10 +173,11 @@ impl<'a> Verifier<'a> {
     pub fn new(
         model: &'a PlatformModel,
         refs: &'a ReferenceIndex,
-        claim: Claim,
+        claim: PlatformPattern,
         params: VerifyParams,
     ) -> Result<Verifier<'a>, ClassifyError> {
         params.validate()?;
+        let mode = for_output_kind(&model.spec.output_kind)?;
         let claimed: Vec<usize> = model
             .classes
             .iter()
@@ -183,7 +189,7 @@ impl<'a> Verifier<'a> {
             let known: Vec<String> = model
                 .classes
                 .iter()
-                .flat_map(|c| c.members.clone())
+                .flat_map(|c| c.members.iter().map(ToString::to_string))
                 .collect();
             return Err(ClassifyError::Param(format!(
                 "claim {claim} matches no platform the model knows ({})\nhint: collect a reference dataset for the claimed platform and train on it",
@@ -193,6 +199,7 @@ impl<'a> Verifier<'a> {
         Ok(Verifier {
             model,
             refs,
+            mode,
             claim,
             claimed,
             cumulative: vec![0.0; model.classes.len()],
@@ -216,7 +223,7 @@ impl<'a> Verifier<'a> {
                 let views = self.refs.views(p, refs);
                 let class_view = |c: usize| {
                     refs.iter()
-                        .position(|r| self.model.classes[c].members.contains(r))
+                        .position(|r| self.model.classes[c].has(r))
                         .and_then(|j| views[j].clone())
                 };
                 let claimed: Vec<_> = self.claimed.iter().filter_map(|c| class_view(*c)).collect();
@@ -258,7 +265,11 @@ impl<'a> Verifier<'a> {
         }
         let cap = self.params.per_query_cap;
         let k = self.model.classes.len();
-        let broken = violations(record, &self.model.integrity);
+        let broken = violations(
+            record,
+            &self.model.integrity,
+            self.mode.integrity_checks(),
+        );
         if !broken.is_empty() {
             self.tampered
                 .push(format!("probe {}: {}", record.probe_id, broken.join("; ")));
@@ -275,7 +286,7 @@ impl<'a> Verifier<'a> {
                         self.model
                             .classes
                             .iter()
-                            .position(|c| c.members.contains(p))
+                            .position(|c| c.has(p))
                     })
                     .collect();
                 (!m.is_empty()).then_some(("reference-match", m))
@@ -310,7 +321,7 @@ impl<'a> Verifier<'a> {
             probe: record.probe_id.clone(),
             output_tokens: tokens,
             method: method.into(),
-            nearest: self.model.classes[argmax(&ll)].name(),
+            nearest: self.model.classes[top_label(&ll).unwrap_or(0)].name(),
             llr: if self.evidence.is_empty() {
                 after
             } else {
@@ -331,7 +342,7 @@ impl<'a> Verifier<'a> {
         if self.unmatched.len() < self.params.min_queries {
             return None;
         }
-        let best = argmax(&self.cumulative);
+        let best = top_label(&self.cumulative).unwrap_or(0);
         let score = self
             .unmatched
             .iter()
@@ -374,9 +385,21 @@ impl<'a> Verifier<'a> {
                 .filter(|c| !self.claimed.contains(c))
                 .max_by(|a, b| self.cumulative[*a].total_cmp(&self.cumulative[*b]))
                 .unwrap_or(0);
+            let class = &self.model.classes[best];
+            // The dimensions the claim gets wrong for every member of the likely class.
+            let dimensions = Dimension::ALL
+                .into_iter()
+                .filter(|d| {
+                    class
+                        .members
+                        .iter()
+                        .all(|m| self.claim.mismatched(m).contains(d))
+                })
+                .collect();
             return Some(Verdict::Mismatch {
-                likely_class: self.model.classes[best].id.clone(),
-                likely_platform: self.model.classes[best].name(),
+                likely_class: class.id.clone(),
+                likely_platform: class.name(),
+                dimensions,
             });
         }
         if llr <= accept {

@@ -3,6 +3,7 @@
 //! candle's quantized llama, prompts tokenised as llama.cpp does). Two platforms are split by a
 //! prompt when their greedy tokens differ; a greedy set cover keeps few prompts for all pairs.
 
+use hspi_datasets::top_label;
 use std::path::Path;
 
 use hspi_datasets::NumericFormat;
@@ -37,7 +38,7 @@ pub fn greedy_runs(
             let (mut tokens, mut gaps) = (Vec::new(), Vec::new());
             for ids in &encoded {
                 let logits = lm.next_token_logits(ids)?;
-                tokens.push(argmax(&logits) as u32);
+                tokens.push(top_label(&logits).unwrap_or(0) as u32);
                 gaps.push(crate::near_tie::top2_gap(&logits));
             }
             Ok(GreedyRun {
@@ -90,10 +91,6 @@ pub fn cover(pairs: &[((usize, usize), Vec<usize>)]) -> Vec<usize> {
     chosen
 }
 
-/// The top label (lowest index on ties), 0 for an empty vector.
-fn argmax(v: &[f32]) -> usize {
-    hspi_datasets::top_label(v).unwrap_or(0)
-}
 
 #[cfg(test)]
 mod tests {

@@ -3,6 +3,7 @@
 //! embedded tiny LM (its tokenizer is its character vocabulary). Requests are answered one at a
 //! time, so concurrent load cannot change the bits.
 
+use hspi_datasets::top_label;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -179,7 +180,7 @@ impl Served {
             };
             let lp = log_softmax(&logits);
             let next = if temperature <= 0.0 {
-                argmax(&lp)
+                top_label(&lp).unwrap_or(0)
             } else {
                 sample(&logits, temperature as f32, &mut rng)
             };
@@ -230,10 +231,6 @@ pub fn log_softmax(logits: &[f32]) -> Vec<f32> {
     logits.iter().map(|x| x - m - ls).collect()
 }
 
-/// The top label (lowest index on ties), 0 for an empty vector.
-fn argmax(v: &[f32]) -> usize {
-    hspi_datasets::top_label(v).unwrap_or(0)
-}
 
 fn sample(logits: &[f32], temperature: f32, rng: &mut ChaCha20Rng) -> usize {
     let scaled: Vec<f32> = logits.iter().map(|x| x / temperature).collect();

@@ -255,6 +255,10 @@ mod tests {
 /// The index of the largest value (None when empty); on an exact tie the lowest index, as numpy,
 /// torch and llama.cpp's greedy sampler break ties. Every top-label comparison in hspi uses this one
 /// rule, so a border input or a greedy token means the same thing wherever it is checked.
-pub fn top_label(values: &[f32]) -> Option<usize> {
-    (0..values.len()).max_by(|a, b| values[*a].total_cmp(&values[*b]).then(b.cmp(a)))
+/// Logits (f32) and posteriors (f64) alike.
+pub fn top_label<T: Copy + Into<f64>>(values: &[T]) -> Option<usize> {
+    (0..values.len()).max_by(|a, b| {
+        let (x, y): (f64, f64) = (values[*a].into(), values[*b].into());
+        x.total_cmp(&y).then(b.cmp(a))
+    })
 }

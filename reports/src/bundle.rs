@@ -65,12 +65,12 @@ pub fn parse_secret(hex_key: &str) -> Result<SigningKey, BundleError> {
     Ok(SigningKey::from_bytes(&seed))
 }
 
-fn parse_public(hex_key: &str) -> Result<VerifyingKey, String> {
+fn parse_public(hex_key: &str) -> Result<VerifyingKey, BundleError> {
     let bytes: [u8; 32] = hex::decode(hex_key.trim())
-        .map_err(|_| "public key is not hex".to_string())?
+        .map_err(|_| BundleError::Key("public key is not hex".into()))?
         .try_into()
-        .map_err(|_| "public key must be 32 bytes".to_string())?;
-    VerifyingKey::from_bytes(&bytes).map_err(|e| format!("public key: {e}"))
+        .map_err(|_| BundleError::Key("public key must be 32 bytes".into()))?;
+    VerifyingKey::from_bytes(&bytes).map_err(|e| BundleError::Key(format!("public key: {e}")))
 }
 
 fn sha256_file(path: &Path) -> Result<(String, u64), BundleError> {
@@ -200,7 +200,7 @@ pub fn verify(bundle: &Path, expected_key: Option<&str>) -> Result<Manifest, Bun
             )));
         }
     }
-    let key = parse_public(&manifest.public_key).map_err(invalid)?;
+    let key = parse_public(&manifest.public_key).map_err(|e| invalid(e.to_string()))?;
     let sig_bytes: [u8; 64] = hex::decode(sig_hex.trim())
         .ok()
         .and_then(|b| b.try_into().ok())

@@ -1,8 +1,21 @@
 //! Self-contained HTML exporter: inline CSS and SVG, no scripts, no external assets; the first
 //! screen is the executive summary, the evidence follows as appendices; readable when printed.
 
+use crate::exporter::Exporter;
 use crate::report::{Evidence, Report};
+
+pub struct Html;
+
+impl Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+    fn render(&self, r: &Report) -> Vec<u8> {
+        render(r).into_bytes()
+    }
+}
 use crate::svg::{self, escape};
+use hspi_datasets::short_id;
 
 const STYLE: &str = "body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}h1{font-size:1.6rem}h2{border-bottom:1px solid #ccc;padding-bottom:.2rem;margin-top:2rem}.summary{border:2px solid #444;border-radius:8px;padding:1rem 1.4rem;background:#fafafa}.verdict{font-size:1.5rem;font-weight:bold;text-transform:uppercase}.consistent,.identified,.evaluated{color:#1a7f37}.mismatch,.tampered{color:#b42318}.unknown,.inconclusive{color:#9a6700}table{border-collapse:collapse;margin:.6rem 0}td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:left;font-size:.9rem}figure{margin:1rem 0}figcaption{font-size:.85rem;color:#555}code{font-size:.9em}@media print{body{margin:0;max-width:none}.appendix{break-before:page}}";
 
@@ -144,7 +157,7 @@ fn verification_table(v: &hspi_classify::verify::VerifyReport) -> String {
         s.push_str(&format!(
             "<tr><td>{}</td><td><code>{}</code></td><td>{}{altered}</td><td>{:+.2}</td><td>{:+.2}</td><td>{}</td></tr>",
             i + 1,
-            escape(&e.probe[..e.probe.len().min(12)]),
+            escape(short_id(&e.probe)),
             escape(&e.method),
             e.llr,
             e.cumulative_llr,

@@ -1,6 +1,8 @@
 //! Report models and exporters. One exporter per file.
 
 pub mod bundle;
+mod error;
+pub mod exporter;
 pub mod eqc_table;
 pub mod eval_table;
 pub mod html;
@@ -11,3 +13,6 @@ pub mod pdf;
 pub mod report;
 pub mod svg;
 pub mod verification_table;
+
+pub use error::ReportError;
+pub use exporter::{exporter, exporters, Exporter};

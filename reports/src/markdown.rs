@@ -1,6 +1,21 @@
 //! Markdown exporter: summary first, then the evidence tables.
 
+use crate::exporter::Exporter;
 use crate::report::{Evidence, Report};
+
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn name(&self) -> &'static str {
+        "md"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["markdown"]
+    }
+    fn render(&self, r: &Report) -> Vec<u8> {
+        render(r).into_bytes()
+    }
+}
 
 fn pct(v: f64) -> String {
     format!("{:.1} %", v * 100.0)

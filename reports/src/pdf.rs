@@ -64,6 +64,17 @@ fn bars(r: &Report) -> Vec<(f64, f64)> {
     }
 }
 
+pub struct Pdf;
+
+impl crate::exporter::Exporter for Pdf {
+    fn name(&self) -> &'static str {
+        "pdf"
+    }
+    fn render(&self, r: &Report) -> Vec<u8> {
+        render(r)
+    }
+}
+
 pub fn render(r: &Report) -> Vec<u8> {
     let text = crate::markdown::render(r);
     let mut lines: Vec<(bool, String)> = Vec::new();

@@ -55,7 +55,7 @@ impl Atlas {
             classifier_id,
             classes: classes
                 .iter()
-                .map(|c| format!("{} {}", c.id, c.members.join(" = ")))
+                .map(|c| { let m: Vec<String> = c.members.iter().map(ToString::to_string).collect(); format!("{} {}", c.id, m.join(" = ")) })
                 .collect(),
             references: references.iter().map(|r| r.display().to_string()).collect(),
         }

@@ -1,6 +1,8 @@
-//! The sequential test's evidence as a Markdown table (shared by the audit and verify reports).
+//! The sequential test's verdict and evidence: as a Markdown table (shared by the audit and verify
+//! reports) and as the text `hspi verify` prints.
 
-use hspi_classify::verify::VerifyReport;
+use hspi_classify::verify::{Verdict, VerifyReport};
+use hspi_datasets::short_id;
 
 pub fn markdown(v: &VerifyReport) -> String {
     let mut s = format!(
@@ -22,11 +24,56 @@ pub fn markdown(v: &VerifyReport) -> String {
         s.push_str(&format!(
             "| {} | {} | {}{altered} | {:+.2} | {:+.2} | {} |\n",
             i + 1,
-            &e.probe[..e.probe.len().min(12)],
+            short_id(&e.probe),
             e.method,
             e.llr,
             e.cumulative_llr,
             e.nearest
+        ));
+    }
+    s
+}
+
+/// What `hspi verify` prints: the verdict, its figures, and one line per answer weighed.
+pub fn text(r: &VerifyReport) -> String {
+    let mut s = format!(
+        "claim: {} ({})\nverdict: {}",
+        r.claim,
+        r.claimed.join(", "),
+        r.verdict.name()
+    );
+    match &r.verdict {
+        Verdict::Mismatch {
+            likely_platform, ..
+        } => s.push_str(&format!(" — most likely serving {likely_platform}")),
+        Verdict::UnknownPlatform { reason }
+        | Verdict::Inconclusive { reason }
+        | Verdict::Tampered { reason } => s.push_str(&format!(" — {reason}")),
+        Verdict::Consistent => {}
+    }
+    if let Verdict::Mismatch { dimensions, .. } = &r.verdict {
+        if !dimensions.is_empty() {
+            let names: Vec<&str> = dimensions.iter().map(|d| d.name()).collect();
+            s.push_str(&format!("\nclaim fails on: {}", names.join(", ")));
+        }
+    }
+    s.push_str(&format!(
+        "\nconfidence: {:.3}; log-likelihood ratio {:.2} (mismatch at ≥ {:.2}, consistent at ≤ {:.2})\nevidence: {} queries, {} output tokens\n",
+        r.confidence, r.log_likelihood_ratio, r.thresholds.0, r.thresholds.1, r.queries, r.output_tokens
+    ));
+    for e in &r.evidence {
+        s.push_str(&format!(
+            "  {} {:>16} llr {:+.2} (total {:+.2}) nearest {}{}\n",
+            short_id(&e.probe),
+            e.method,
+            e.llr,
+            e.cumulative_llr,
+            e.nearest,
+            if e.integrity.is_empty() {
+                String::new()
+            } else {
+                format!(" ALTERED: {}", e.integrity.join("; "))
+            }
         ));
     }
     s

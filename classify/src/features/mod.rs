@@ -20,6 +20,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::ClassifyError;
+
 pub use view::View;
 
 /// What every extractor is given: the answer, and the reference answers to the same probe in
@@ -113,14 +115,17 @@ impl fmt::Display for FeatureKind {
 }
 
 impl FromStr for FeatureKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ClassifyError;
+    fn from_str(s: &str) -> Result<Self, ClassifyError> {
         ALL_KINDS
             .into_iter()
             .find(|k| k.name() == s)
             .ok_or_else(|| {
                 let names: Vec<_> = ALL_KINDS.iter().map(|k| k.name()).collect();
-                format!("unknown feature '{s}' (known: {})", names.join(", "))
+                ClassifyError::UnknownFeature {
+                    name: s.into(),
+                    known: names.join(", "),
+                }
             })
     }
 }
@@ -174,7 +179,7 @@ impl FeatureSpec {
 }
 
 /// Parse `a,b,c` into feature kinds.
-pub fn parse_kinds(s: &str) -> Result<Vec<FeatureKind>, String> {
+pub fn parse_kinds(s: &str) -> Result<Vec<FeatureKind>, ClassifyError> {
     s.split(',')
         .map(|p| p.trim().parse())
         .collect::<Result<Vec<_>, _>>()
@@ -200,7 +205,7 @@ mod tests {
         for k in ALL_KINDS {
             assert_eq!(k.to_string().parse::<FeatureKind>().unwrap(), k);
         }
-        let e = "bogus".parse::<FeatureKind>().unwrap_err();
+        let e = "bogus".parse::<FeatureKind>().unwrap_err().to_string();
         assert!(e.contains("known: bits, sem"), "{e}");
     }
 }

@@ -8,6 +8,7 @@ mod surrogate;
 
 pub use surrogate::Surrogate;
 
+use hspi_datasets::top_label;
 use candle_core::Tensor;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -41,10 +42,6 @@ pub struct Border {
     pub evals: usize,
 }
 
-/// The top label (lowest index on ties), 0 for an empty vector.
-fn argmax(v: &[f32]) -> usize {
-    hspi_datasets::top_label(v).unwrap_or(0)
-}
 
 fn quantize8(v: f32) -> f32 {
     (v.clamp(0.0, 1.0) * 255.0).round() / 255.0
@@ -64,7 +61,7 @@ fn to_boundary(sa: &Surrogate, sb: &Surrogate, start: &[f32], steps: usize) -> R
         if va[top] - va[second] < 2.0 / 255.0 {
             break;
         }
-        let loss = (cross_entropy(&za, argmax(&vb))? + cross_entropy(&zb, argmax(&va))?)?;
+        let loss = (cross_entropy(&za, top_label(&vb).unwrap_or(0))? + cross_entropy(&zb, top_label(&va).unwrap_or(0))?)?;
         let grads = loss.backward()?;
         let g: Vec<f32> = grads
             .get(var.as_tensor())
@@ -271,7 +268,7 @@ impl Nearest {
 }
 
 fn top2(z: &[f32]) -> (usize, usize) {
-    let top = argmax(z);
+    let top = top_label(z).unwrap_or(0);
     let second = (0..z.len())
         .filter(|i| *i != top)
         .max_by(|p, q| z[*p].total_cmp(&z[*q]).then(q.cmp(p)))
@@ -308,7 +305,7 @@ impl Search<'_> {
         let zb = self.b.forward(&refs)?;
         self.evals += 2 * inputs.len();
         for ((za, zb), x) in za.iter().zip(&zb).zip(inputs) {
-            if argmax(za) == argmax(zb) {
+            if top_label(za).unwrap_or(0) == top_label(zb).unwrap_or(0) {
                 continue;
             }
             let (la, lb) = self.alone(x)?;
@@ -330,8 +327,8 @@ impl Search<'_> {
     /// Top labels of `a` and `b` for one input run by itself.
     fn alone(&mut self, x: &[f32]) -> Result<(usize, usize)> {
         self.evals += 2;
-        let la = argmax(&self.a.forward(&[x])?[0]);
-        let lb = argmax(&self.b.forward(&[x])?[0]);
+        let la = top_label(&self.a.forward(&[x])?[0]).unwrap_or(0);
+        let lb = top_label(&self.b.forward(&[x])?[0]).unwrap_or(0);
         Ok((la, lb))
     }
 }

@@ -1,0 +1,245 @@
+//! The audit's core: one sequential loop that asks an answer source probe by probe, in the
+//! verifier's order, until the evidence suffices or the budget is spent. The CLI runs it over an
+//! endpoint or collected records, the benchmark and the tests over theirs, unit tests over a mock.
+
+use hspi_datasets::Record;
+
+use crate::error::ClassifyError;
+use crate::identify::output_tokens;
+use crate::verify::{Verifier, VerifyReport};
+
+/// An error an answer source passes through the loop untouched.
+pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Something that answers probes one at a time: an endpoint, collected records, or a mock.
+pub trait AnswerSource {
+    /// The probes it can be asked, in its own order, with the most output tokens each may cost.
+    fn probes(&self) -> Vec<(String, u64)>;
+    /// Ask one probe (an id from [`AnswerSource::probes`]); the answer as a record.
+    fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError>;
+}
+
+/// The verdict and every answer it weighed, in the order they were asked.
+pub struct AuditOutcome {
+    pub report: VerifyReport,
+    pub records: Vec<Record>,
+}
+
+/// Ask `source` probe by probe until the verifier decides or its budget (queries, output tokens)
+/// is spent. `on_answer` sees each answer after it is weighed (progress lines, durable storage).
+pub fn run_audit(
+    mut verifier: Verifier,
+    source: &mut dyn AnswerSource,
+    on_answer: &mut dyn FnMut(&Record, &Verifier) -> Result<(), SourceError>,
+) -> Result<AuditOutcome, ClassifyError> {
+    let probes = source.probes();
+    let ids: Vec<String> = probes.iter().map(|(id, _)| id.clone()).collect();
+    let mut records = Vec::new();
+    for id in verifier.order_probes(&ids) {
+        let cost = probes
+            .iter()
+            .find(|(p, _)| *p == id)
+            .map_or(0, |(_, tokens)| *tokens);
+        if !verifier.can_continue(cost) {
+            break;
+        }
+        let record = source.ask(&id).map_err(ClassifyError::Source)?;
+        verifier.observe(&record);
+        on_answer(&record, &verifier).map_err(ClassifyError::Source)?;
+        records.push(record);
+    }
+    Ok(AuditOutcome {
+        report: verifier.finish(),
+        records,
+    })
+}
+
+/// Collected answers of one target as a source: each probe costs the tokens its answer used.
+pub struct RecordSource<'r> {
+    records: &'r [Record],
+}
+
+impl<'r> RecordSource<'r> {
+    /// Refuses records of several targets: a verdict is about one.
+    pub fn new(records: &'r [Record]) -> Result<RecordSource<'r>, ClassifyError> {
+        let mut targets: Vec<&str> = records.iter().map(|r| r.target.as_str()).collect();
+        targets.sort_unstable();
+        targets.dedup();
+        if targets.len() > 1 {
+            return Err(ClassifyError::Param(format!(
+                "the datasets hold {} targets ({}): verify one target at a time",
+                targets.len(),
+                targets.join(", ")
+            )));
+        }
+        Ok(RecordSource { records })
+    }
+}
+
+impl AnswerSource for RecordSource<'_> {
+    fn probes(&self) -> Vec<(String, u64)> {
+        self.records
+            .iter()
+            .map(|r| (r.probe_id.clone(), output_tokens(r)))
+            .collect()
+    }
+    fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError> {
+        self.records
+            .iter()
+            .find(|r| r.probe_id == probe_id)
+            .cloned()
+            .ok_or_else(|| format!("no answer to probe {probe_id}").into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use hspi_datasets::{Dataset, Dimension};
+
+    use super::*;
+    use crate::verify::{Verdict, VerifyParams};
+    use crate::{PlatformModel, ReferenceIndex};
+
+    /// The classifier and references the previous version wrote (tests/data/previous-version):
+    /// the tiny LM at f32, f16 and bf16.
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/previous-version")
+            .join(name)
+    }
+
+    fn references() -> Vec<Record> {
+        ["bf16", "f16", "f32"]
+            .iter()
+            .flat_map(|f| {
+                Dataset::open(&fixture(&format!("reference-{f}")))
+                    .unwrap()
+                    .records()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// A provider that serves one format: hspi's own answers at it, without their label.
+    struct Mock {
+        answers: Vec<Record>,
+        asked: usize,
+        fail_at: Option<usize>,
+    }
+
+    impl Mock {
+        fn serving(format: &str) -> Mock {
+            let answers = references()
+                .into_iter()
+                .filter(|r| r.platform.as_ref().unwrap().format.to_string() == format)
+                .map(|mut r| {
+                    r.platform = None;
+                    r.target = "mock".into();
+                    r
+                })
+                .collect();
+            Mock {
+                answers,
+                asked: 0,
+                fail_at: None,
+            }
+        }
+    }
+
+    impl AnswerSource for Mock {
+        fn probes(&self) -> Vec<(String, u64)> {
+            self.answers
+                .iter()
+                .map(|r| (r.probe_id.clone(), 8))
+                .collect()
+        }
+        fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError> {
+            self.asked += 1;
+            if self.fail_at == Some(self.asked) {
+                return Err("connection reset".into());
+            }
+            Ok(self
+                .answers
+                .iter()
+                .find(|r| r.probe_id == probe_id)
+                .cloned()
+                .unwrap())
+        }
+    }
+
+    fn audit(claim: &str, source: &mut Mock, params: VerifyParams) -> Result<AuditOutcome, ClassifyError> {
+        let model = PlatformModel::load(&fixture("classifier.json")).unwrap();
+        let refs = references();
+        let index = ReferenceIndex::new(&refs);
+        let verifier = Verifier::new(&model, &index, claim.parse().unwrap(), params).unwrap();
+        let mut seen = 0;
+        let outcome = run_audit(verifier, source, &mut |_, _| {
+            seen += 1;
+            Ok(())
+        });
+        if let Ok(o) = &outcome {
+            assert_eq!(seen, o.records.len(), "every answer reported as it came");
+        }
+        outcome
+    }
+
+    #[test]
+    fn a_false_format_claim_is_a_mismatch_on_the_format() {
+        let mut provider = Mock::serving("bf16");
+        let o = audit("*/candle/f32/*", &mut provider, VerifyParams::default()).unwrap();
+        match &o.report.verdict {
+            Verdict::Mismatch {
+                likely_platform,
+                dimensions,
+                ..
+            } => {
+                assert!(likely_platform.contains("/bf16/"), "{likely_platform}");
+                assert_eq!(dimensions, &vec![Dimension::Format]);
+            }
+            v => panic!("{v:?}"),
+        }
+        assert_eq!(o.records.len(), 2, "stops as soon as the evidence suffices");
+        assert_eq!(provider.asked, 2);
+    }
+
+    #[test]
+    fn the_true_claim_is_consistent() {
+        let o = audit("*/candle/bf16/*", &mut Mock::serving("bf16"), VerifyParams::default()).unwrap();
+        assert_eq!(o.report.verdict, Verdict::Consistent);
+    }
+
+    #[test]
+    fn a_spent_budget_is_inconclusive_never_an_accusation() {
+        let params = VerifyParams {
+            max_queries: 1,
+            min_queries: 1,
+            ..VerifyParams::default()
+        };
+        let o = audit("*/candle/f32/*", &mut Mock::serving("bf16"), params).unwrap();
+        assert!(
+            matches!(o.report.verdict, Verdict::Inconclusive { .. }),
+            "{:?}",
+            o.report.verdict
+        );
+        assert_eq!(o.records.len(), 1);
+    }
+
+    #[test]
+    fn a_failing_source_stops_the_audit_with_its_error() {
+        let mut provider = Mock::serving("bf16");
+        provider.fail_at = Some(2);
+        let e = audit("*/candle/f32/*", &mut provider, VerifyParams::default())
+            .err()
+            .expect("the source failed");
+        assert!(e.to_string().contains("connection reset"), "{e}");
+    }
+
+    #[test]
+    fn records_of_several_targets_are_refused() {
+        let refs = references();
+        let e = RecordSource::new(&refs).err().expect("several targets");
+        assert!(e.to_string().contains("verify one target at a time"), "{e}");
+    }
+}

@@ -6,7 +6,7 @@
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::time::Instant;
 
-use hspi_datasets::{DatasetWriter, Platform, ProbeSet, Record, Served};
+use hspi_datasets::{DatasetWriter, Platform, ProbeSet, Record};
 
 use crate::error::{CollectError, Result};
 use crate::target::Target;
@@ -141,15 +141,12 @@ fn answer_all(
             };
             let per_probe = started.elapsed().as_micros() as u64 / batch.len() as u64;
             for (probe, answer) in batch.iter().zip(outputs) {
-                records.push(Record {
-                    probe_id: probe.id.clone(),
-                    target: spec.id.clone(),
-                    platform: spec.platform.clone(),
-                    outputs: answer.outputs,
-                    timing_us: per_probe,
-                    usage: answer.usage,
-                    served: Served::from_answer(answer.served_model, answer.system_fingerprint),
-                });
+                records.push(answer.into_record(
+                    &probe.id,
+                    &spec.id,
+                    spec.platform.clone(),
+                    per_probe,
+                ));
             }
             // Batch fast answers (fewer fsyncs), but never hold more than FLUSH_AFTER of work.
             if records.len() >= APPEND_BATCH || last_flush.elapsed() >= FLUSH_AFTER {

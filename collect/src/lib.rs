@@ -2,14 +2,12 @@
 
 pub mod atlas;
 pub mod backend;
-pub mod border;
-pub mod border_prompts;
 pub mod collector;
 pub mod error;
 pub mod grid;
 pub mod http;
-pub mod near_tie;
 pub mod serve;
+pub mod session;
 pub mod target;
 pub mod zoo;
 

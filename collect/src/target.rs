@@ -2,7 +2,8 @@
 //! endpoints are targets too. The collector sees only this trait.
 
 use hspi_datasets::{
-    EngineKind, Hardware, LogitBits, NumericFormat, Outputs, Platform, Probe, ProbeInput, Usage,
+    EngineKind, Hardware, LogitBits, NumericFormat, Outputs, Platform, Probe, ProbeInput, Record,
+    Served, Usage,
 };
 
 use crate::backend::{image_backend, CudaLm, ImageBackend};
@@ -30,6 +31,27 @@ pub struct Answer {
     pub usage: Option<Usage>,
     pub served_model: Option<String>,
     pub system_fingerprint: Option<String>,
+}
+
+impl Answer {
+    /// The record of this answer: the one place a record is built from what a target returned.
+    pub fn into_record(
+        self,
+        probe_id: &str,
+        target: &str,
+        platform: Option<Platform>,
+        timing_us: u64,
+    ) -> Record {
+        Record {
+            probe_id: probe_id.to_string(),
+            target: target.to_string(),
+            platform,
+            outputs: self.outputs,
+            timing_us,
+            usage: self.usage,
+            served: Served::from_answer(self.served_model, self.system_fingerprint),
+        }
+    }
 }
 
 impl From<Outputs> for Answer {

@@ -20,6 +20,16 @@ pub enum ProbeError {
         index: usize,
         id: String,
     },
+    #[error("--probes 0: at least one probe is needed")]
+    NoProbes,
+    #[error("probe {probe} in {spec} does not fit model {model}\nhint: generate probes for this model with `hspi probe random --model {model}`")]
+    DoesNotFit {
+        probe: String,
+        spec: String,
+        model: String,
+    },
+    #[error("probe {probe} in {spec} is not a text prompt\nhint: write endpoint probes with `hspi probe prompts`")]
+    NotAPrompt { probe: String, spec: String },
     #[error("{path}: probes {first} and {index} are the same input (id {id}); a probe set holds each input once")]
     Duplicate {
         path: PathBuf,

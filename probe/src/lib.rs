@@ -1,14 +1,19 @@
 //! Probe generators. Every generator is a pure function of its seed: same seed, same bits.
 
+pub mod border;
+pub mod border_prompts;
 mod error;
 mod file;
+mod for_model;
 pub mod minimize;
+pub mod near_tie;
 mod prompts;
 mod random;
 mod stress;
 
 pub use error::ProbeError;
 pub use file::{read_probe_set, write_probe_set};
+pub use for_model::{for_model, prompts_for};
 pub use prompts::prompts;
 pub use random::{random_images, random_tokens};
 pub use stress::stress_images;

@@ -39,6 +39,15 @@ pub fn prefer_single_threaded_kernels() {
     }
 }
 
+/// The GPUs the given platforms run on, for a collection session's provenance.
+pub fn gpus_for(platforms: &[Platform]) -> Vec<hspi_datasets::GpuInfo> {
+    if platforms.iter().any(Platform::is_cuda) {
+        cuda_devices()
+    } else {
+        Vec::new()
+    }
+}
+
 /// Build the backend that computes `model` at `platform`.
 pub fn image_backend(platform: &Platform, model: &ImageModel) -> Result<Box<dyn ImageBackend>> {
     let unsupported = |reason: &str| CollectError::Unsupported {

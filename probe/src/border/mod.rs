@@ -13,8 +13,8 @@ use candle_core::Tensor;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use crate::backend::ImageBackend;
-use crate::error::Result;
+use hspi_collect::backend::ImageBackend;
+use hspi_collect::Result;
 
 #[derive(Debug, Clone, Copy)]
 pub struct BorderConfig {

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use hspi_datasets::NumericFormat;
 
-use crate::error::Result;
-use crate::zoo::bpe::Bpe;
-use crate::zoo::QuantizedLm;
+use hspi_collect::Result;
+use hspi_collect::zoo::bpe::Bpe;
+use hspi_collect::zoo::QuantizedLm;
 
 /// Greedy next token and top-2 logit gap of each prompt at one format.
 #[derive(Debug, Clone)]

@@ -1,5 +1,5 @@
 //! Border-input search time per EQC pair on the CNN's CPU grid (issue target: ≤ 2 s per pair).
-//! `cargo bench -p hspi-collect --bench border_pair [-- PAIRS]`: groups the default grid into EQCs
+//! `cargo bench -p hspi-probe --bench border_pair [-- PAIRS]`: groups the default grid into EQCs
 //! on 20 seeded probes, then times `find_border` on PAIRS pairs spread over all of them (default
 //! 40), printing a table and a JSON line.
 
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use hspi_collect::backend::image_backend;
-use hspi_collect::border::{find_border, BorderConfig, Surrogate};
+use hspi_probe::border::{find_border, BorderConfig, Surrogate};
 use hspi_collect::grid::image_grid;
 use hspi_collect::zoo::cnn_digits;
 use hspi_datasets::ProbeInput;

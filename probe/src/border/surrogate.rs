@@ -9,13 +9,13 @@
 use candle_core::{DType, Device, Tensor, Var};
 use hspi_datasets::{NumericFormat, Platform};
 
-use crate::backend::emulated::dequantised_layer;
-use crate::backend::emulated::quant::{
+use hspi_collect::backend::emulated::dequantised_layer;
+use hspi_collect::backend::emulated::quant::{
     qdq_fp8, qdq_mxint8, quantize_symmetric, round_bf16, round_f16, round_tf32,
 };
-use crate::backend::CandleLayer;
-use crate::error::Result;
-use crate::zoo::ImageModel;
+use hspi_collect::backend::CandleLayer;
+use hspi_collect::Result;
+use hspi_collect::zoo::ImageModel;
 
 pub struct Surrogate {
     /// Each layer, and whether it is a GEMM (convolution or linear) whose input and output round.
@@ -118,8 +118,8 @@ fn round_stored(format: NumericFormat, xs: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::image_backend;
-    use crate::zoo::cnn_digits;
+    use hspi_collect::backend::image_backend;
+    use hspi_collect::zoo::cnn_digits;
 
     fn platform(s: &str) -> Platform {
         format!("cpu-{}/{s}", hspi_datasets::provenance::isa_path())

@@ -4,8 +4,8 @@
 
 use hspi_datasets::{Probe, ProbeInput, ProbeSet};
 
-use crate::error::{CollectError, Result};
-use crate::zoo::{TinyLm, TinyLmRunner};
+use hspi_collect::{CollectError, Result};
+use hspi_collect::zoo::{TinyLm, TinyLmRunner};
 
 /// The gap between the two largest logits.
 pub fn top2_gap(logits: &[f32]) -> f32 {
@@ -89,7 +89,7 @@ mod measured {
         let lm = TinyLm::embedded();
         let f32r = TinyLmRunner::new(&lm, DType::F32).unwrap();
         let bf16r = TinyLmRunner::new(&lm, DType::BF16).unwrap();
-        let candidates = hspi_probe::prompts(11, 600, 8, 5);
+        let candidates = crate::prompts(11, 600, 8, 5);
         let near = near_tied(&lm, &f32r, &candidates, 40).unwrap();
         let plain = ProbeSet {
             probes: candidates.probes[..40].to_vec(),

@@ -1,0 +1,227 @@
+//! An endpoint opened for collection: its dataset (created or resumed), its budget, its client
+//! and journal. It collects a whole probe set, or answers one probe at a time for the verifier,
+//! storing every answer either way.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hspi_datasets::{
+    manifest::unix_now, DatasetWriter, Manifest, ModelInfo, OpenMode, Platform, ProbeInput,
+    ProbeSet, Record, SCHEMA_VERSION,
+};
+
+use super::{new_session, probe_set_info};
+use crate::collector::{collect, CollectSummary, PendingTarget, Progress};
+use crate::error::{CollectError, Result};
+use crate::http::{
+    shape_for_url, shape_named, ApiShape, Budget, BudgetLimits, Client, ClientConfig, HttpTarget,
+    Journal, RequestOptions, Spent,
+};
+use crate::target::Target;
+
+/// Everything about asking an endpoint, as flags give it.
+#[derive(Debug, Clone)]
+pub struct EndpointOptions {
+    pub url: String,
+    /// `chat` or `completions`; None: from the URL's path.
+    pub api: Option<String>,
+    /// The model name to ask for.
+    pub model: String,
+    /// The platform the endpoint is known to run (reference datasets).
+    pub label: Option<Platform>,
+    /// Read from the environment by the caller; never printed or stored.
+    pub api_key: Option<String>,
+    pub concurrency: usize,
+    pub rate_limit: Option<f64>,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub budget: BudgetLimits,
+    /// Default: OUT/journal.jsonl.
+    pub journal: Option<PathBuf>,
+    /// Accept answers without logprobs.
+    pub text_only: bool,
+    pub allow_model_mismatch: bool,
+    /// Send only OpenAI's own fields.
+    pub strict_openai: bool,
+}
+
+pub struct EndpointSession {
+    pub url: String,
+    pub id: String,
+    pub label: Option<Platform>,
+    pub probes: ProbeSet,
+    pub out: PathBuf,
+    pub writer: DatasetWriter,
+    pub budget: Arc<Budget>,
+    pub target: HttpTarget,
+}
+
+fn shape(o: &EndpointOptions) -> Result<&'static dyn ApiShape> {
+    let bad = |reason: String| CollectError::Http {
+        url: o.url.clone(),
+        reason,
+    };
+    match &o.api {
+        Some(name) => shape_named(name).map_err(|e| bad(format!("--api: {e}"))),
+        None => shape_for_url(&o.url).ok_or_else(|| {
+            bad("the path names no API shape hspi speaks (…/chat/completions or …/completions)\nhint: pass --api chat or --api completions".into())
+        }),
+    }
+}
+
+impl EndpointSession {
+    /// Open the endpoint's dataset in `out` for `probes` (text prompts).
+    pub fn open(
+        o: &EndpointOptions,
+        probes: ProbeSet,
+        out: &Path,
+        mode: OpenMode,
+        command: &str,
+    ) -> Result<EndpointSession> {
+        let shape = shape(o)?;
+        if let Some(p) = probes
+            .probes
+            .iter()
+            .find(|p| !matches!(p.input, ProbeInput::Prompt { .. }))
+        {
+            return Err(CollectError::ProbeMismatch {
+                probe: p.id.clone(),
+                model: o.model.clone(),
+                reason: "not a text prompt\nhint: write endpoint probes with `hspi probe prompts`"
+                    .into(),
+            });
+        }
+        let id = HttpTarget::target_id(&o.url, &o.model);
+        // Unlabelled endpoints are what we want to identify: their records carry no platform.
+        let manifest = Manifest {
+            schema_version: SCHEMA_VERSION,
+            created_unix: unix_now(),
+            model: ModelInfo {
+                id: o.model.clone(),
+                weights_sha256: "unknown (served remotely)".into(),
+                task: "completion-endpoint".into(),
+            },
+            probe_set: probe_set_info(&probes),
+            platforms: o.label.iter().cloned().collect(),
+            sessions: Vec::new(),
+        };
+        let writer = DatasetWriter::open(out, &manifest, &probes, new_session(command), mode)?;
+        let journal_path = o.journal.clone().unwrap_or_else(|| out.join("journal.jsonl"));
+        let journal = Arc::new(Journal::open(&journal_path)?);
+        let client = Client::new(
+            ClientConfig {
+                timeout: o.timeout,
+                max_retries: o.retries,
+                rate_limit: o.rate_limit,
+                ..Default::default()
+            },
+            o.api_key.clone(),
+        )?;
+        let budget = Arc::new(Budget::new(o.budget));
+        let target = HttpTarget {
+            id: id.clone(),
+            url: o.url.clone(),
+            shape,
+            model: o.model.clone(),
+            options: RequestOptions {
+                llama_extensions: !o.strict_openai,
+            },
+            platform: o.label.clone(),
+            client: Arc::new(client),
+            budget: budget.clone(),
+            journal,
+            concurrency: o.concurrency,
+            allow_model_mismatch: o.allow_model_mismatch,
+            require_logprobs: !o.text_only,
+        };
+        Ok(EndpointSession {
+            url: o.url.clone(),
+            id,
+            label: o.label.clone(),
+            probes,
+            out: out.to_path_buf(),
+            writer,
+            budget,
+            target,
+        })
+    }
+
+    /// Collect every probe not answered yet, then seal the dataset (also when a request failed
+    /// or the budget stopped it: every answer received is kept).
+    pub fn collect(self, progress: &dyn Progress) -> (Result<CollectSummary>, Spent) {
+        let EndpointSession {
+            id,
+            label,
+            probes,
+            mut writer,
+            budget,
+            target,
+            ..
+        } = self;
+        let make = || -> Result<Box<dyn Target>> { Ok(Box::new(target.clone())) };
+        let targets = [PendingTarget {
+            id,
+            platform: label,
+            open: Box::new(make),
+        }];
+        let result = collect(&mut writer, &targets, &probes, progress);
+        let sealed = writer.finish().map_err(CollectError::from);
+        let result = match (result, sealed) {
+            (Ok(s), Ok(())) => Ok(s),
+            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+        };
+        (result, budget.spent())
+    }
+
+    /// The most output tokens a probe may cost.
+    pub fn max_tokens(&self, probe_id: &str) -> u64 {
+        self.probes
+            .probes
+            .iter()
+            .find(|p| p.id == probe_id)
+            .map_or(0, |p| match &p.input {
+                ProbeInput::Prompt { params, .. } => u64::from(params.max_tokens),
+                _ => 0,
+            })
+    }
+
+    /// Ask one probe and store its answer (once) before returning it.
+    pub fn ask(&mut self, probe_id: &str) -> Result<Record> {
+        let probe = self
+            .probes
+            .probes
+            .iter()
+            .find(|p| p.id == probe_id)
+            .ok_or_else(|| CollectError::ProbeMismatch {
+                probe: probe_id.into(),
+                model: self.target.model.clone(),
+                reason: "not in this session's probe set".into(),
+            })?;
+        let started = Instant::now();
+        let answer = self
+            .target
+            .answer(&[probe])?
+            .pop()
+            .ok_or_else(|| CollectError::Http {
+                url: self.url.clone(),
+                reason: "the endpoint returned no answer".into(),
+            })?;
+        let record = answer.into_record(
+            &probe.id,
+            &self.id,
+            self.label.clone(),
+            started.elapsed().as_micros() as u64,
+        );
+        if !self.writer.is_done(&self.id, &record.probe_id) {
+            self.writer.append(std::slice::from_ref(&record))?;
+        }
+        Ok(record)
+    }
+
+    /// Seal the dataset; what the budget spent.
+    pub fn finish(self) -> Result<Spent> {
+        self.writer.finish()?;
+        Ok(self.budget.spent())
+    }
+}

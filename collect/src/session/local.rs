@@ -1,0 +1,69 @@
+//! Local collection: a model on every given platform, each probe answered and stored durably.
+
+use std::path::{Path, PathBuf};
+
+use hspi_datasets::{
+    manifest::unix_now, DatasetWriter, Manifest, OpenMode, Platform, ProbeSet, SCHEMA_VERSION,
+};
+
+use super::{new_session, probe_set_info};
+use crate::collector::{collect, PendingTarget, Progress};
+use crate::error::{CollectError, Result};
+use crate::target::{check_local, local_target_id, open_local};
+use crate::zoo::Model;
+
+#[derive(Debug, serde::Serialize)]
+pub struct LocalSummary {
+    pub out: PathBuf,
+    pub platforms: usize,
+    pub probes: usize,
+    pub written: usize,
+    pub already_done: usize,
+}
+
+/// Collect `model` at every platform over `probes` into `out`. Every platform is checked before
+/// anything is written; what was written is sealed even when a platform fails.
+pub fn collect_local(
+    model: &Model,
+    platforms: &[Platform],
+    probes: &ProbeSet,
+    out: &Path,
+    mode: OpenMode,
+    command: &str,
+    progress: &dyn Progress,
+) -> Result<LocalSummary> {
+    let info = model.info();
+    for p in platforms {
+        check_local(model, p)?;
+    }
+    let manifest = Manifest {
+        schema_version: SCHEMA_VERSION,
+        created_unix: unix_now(),
+        model: info.clone(),
+        probe_set: probe_set_info(probes),
+        platforms: platforms.to_vec(),
+        sessions: Vec::new(),
+    };
+    let mut session = new_session(command);
+    session.provenance.gpus = crate::backend::gpus_for(platforms);
+    let mut writer = DatasetWriter::open(out, &manifest, probes, session, mode)?;
+    let targets: Vec<PendingTarget> = platforms
+        .iter()
+        .map(|p| PendingTarget {
+            id: local_target_id(&info.id, p),
+            platform: Some(p.clone()),
+            open: Box::new(|| open_local(model, p)),
+        })
+        .collect();
+    let result = collect(&mut writer, &targets, probes, progress);
+    // Seal what was written even when a target failed: nothing acknowledged is lost.
+    writer.finish().map_err(CollectError::from)?;
+    let done = result?;
+    Ok(LocalSummary {
+        out: out.to_path_buf(),
+        platforms: platforms.len(),
+        probes: probes.probes.len(),
+        written: done.written,
+        already_done: done.already_done,
+    })
+}

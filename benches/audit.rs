@@ -18,6 +18,7 @@ use std::time::Instant;
 use common::llama::start;
 use common::ok;
 use hspi_classify::verify::{Verifier, VerifyParams};
+use hspi_classify::{run_audit, RecordSource};
 use hspi_classify::{PlatformModel, ReferenceIndex};
 use hspi_datasets::{Dataset, Outputs, Record};
 use rand::seq::SliceRandom;
@@ -187,15 +188,13 @@ fn main() {
                 max_queries: 40,
                 ..Default::default()
             };
-            let mut v =
+            let v =
                 Verifier::new(&model, &refs, "*/llamacpp/f16/*".parse().unwrap(), params).unwrap();
-            for r in order {
-                if !v.can_continue(8) {
-                    break;
-                }
-                v.observe(r);
-            }
-            let report = v.finish();
+            let order: Vec<Record> = order.into_iter().cloned().collect();
+            let mut source = RecordSource::in_order(&order, 8).unwrap();
+            let report = run_audit(v, &mut source, &mut |_, _| Ok(()))
+                .unwrap()
+                .report;
             right += u64::from(report.verdict.name() == "mismatch");
             tokens_sum += report.output_tokens;
             tokens_max = tokens_max.max(report.output_tokens);
@@ -264,7 +263,9 @@ fn main() {
         .rows()
         .into_iter()
         .zip(&yte)
-        .filter(|(row, y)| hspi_classify::linear::argmax(&m.log_proba(&row.to_vec())) == **y)
+        .filter(|(row, y)| {
+            hspi_datasets::top_label(&m.log_proba(&row.to_vec())).unwrap_or(0) == **y
+        })
         .count() as f64
         / yte.len() as f64;
     let write = |path: &Path, x: &ndarray::Array2<f64>, y: &[usize]| {

@@ -293,15 +293,14 @@ fn audit_replay(
         max_output_tokens: 64,
         ..Default::default()
     };
-    let mut v =
+    let v =
         hspi_classify::verify::Verifier::new(model, refs, claim.parse().unwrap(), params).unwrap();
-    for r in order {
-        if !v.can_continue(8) {
-            break;
-        }
-        v.observe(r);
-    }
-    v.finish()
+    // The library's audit loop, replaying the answers in this request order.
+    let order: Vec<hspi_datasets::Record> = order.into_iter().cloned().collect();
+    let mut source = hspi_classify::RecordSource::in_order(&order, 8).unwrap();
+    hspi_classify::run_audit(v, &mut source, &mut |_, _| Ok(()))
+        .unwrap()
+        .report
 }
 
 /// Verification on the llama.cpp grid: dishonest servers caught within 64 output tokens, honest
@@ -338,7 +337,13 @@ fn verification(
     let names: Vec<String> = model
         .classes
         .iter()
-        .map(|c| c.members.join(" = "))
+        .map(|c| {
+            c.members
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" = ")
+        })
         .collect();
     eprintln!("verify: {} classes: {}", names.len(), names.join("; "));
     assert!(

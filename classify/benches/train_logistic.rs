@@ -39,7 +39,7 @@ fn main() {
     let right = (0..n)
         .filter(|i| {
             let lp = m.log_proba(&x.row(*i).to_vec());
-            hspi_classify::linear::argmax(&lp) == y[*i]
+            hspi_datasets::top_label(&lp).unwrap_or(0) == y[*i]
         })
         .count();
 

@@ -17,6 +17,11 @@ pub trait AnswerSource {
     fn probes(&self) -> Vec<(String, u64)>;
     /// Ask one probe (an id from [`AnswerSource::probes`]); the answer as a record.
     fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError>;
+    /// Whether the probes must be asked in the source's own order (a replay of answers in a
+    /// given request order) rather than the verifier's most separating first.
+    fn fixed_order(&self) -> bool {
+        false
+    }
 }
 
 /// The verdict and every answer it weighed, in the order they were asked.
@@ -34,8 +39,13 @@ pub fn run_audit(
 ) -> Result<AuditOutcome, ClassifyError> {
     let probes = source.probes();
     let ids: Vec<String> = probes.iter().map(|(id, _)| id.clone()).collect();
+    let order = if source.fixed_order() {
+        ids
+    } else {
+        verifier.order_probes(&ids)
+    };
     let mut records = Vec::new();
-    for id in verifier.order_probes(&ids) {
+    for id in order {
         let cost = probes
             .iter()
             .find(|(p, _)| *p == id)
@@ -54,9 +64,12 @@ pub fn run_audit(
     })
 }
 
-/// Collected answers of one target as a source: each probe costs the tokens its answer used.
+/// Collected answers of one target as a source: each probe costs the tokens its answer used, or
+/// a fixed count per query.
 pub struct RecordSource<'r> {
     records: &'r [Record],
+    in_order: bool,
+    tokens_per_query: Option<u64>,
 }
 
 impl<'r> RecordSource<'r> {
@@ -72,7 +85,24 @@ impl<'r> RecordSource<'r> {
                 targets.join(", ")
             )));
         }
-        Ok(RecordSource { records })
+        Ok(RecordSource {
+            records,
+            in_order: false,
+            tokens_per_query: None,
+        })
+    }
+
+    /// A replay in the records' own order (a request order), each query costing
+    /// `tokens_per_query` output tokens whatever its answer used.
+    pub fn in_order(
+        records: &'r [Record],
+        tokens_per_query: u64,
+    ) -> Result<RecordSource<'r>, ClassifyError> {
+        Ok(RecordSource {
+            in_order: true,
+            tokens_per_query: Some(tokens_per_query),
+            ..RecordSource::new(records)?
+        })
     }
 }
 
@@ -80,8 +110,14 @@ impl AnswerSource for RecordSource<'_> {
     fn probes(&self) -> Vec<(String, u64)> {
         self.records
             .iter()
-            .map(|r| (r.probe_id.clone(), output_tokens(r)))
+            .map(|r| {
+                let cost = self.tokens_per_query.unwrap_or_else(|| output_tokens(r));
+                (r.probe_id.clone(), cost)
+            })
             .collect()
+    }
+    fn fixed_order(&self) -> bool {
+        self.in_order
     }
     fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError> {
         self.records
@@ -169,7 +205,11 @@ mod tests {
         }
     }
 
-    fn audit(claim: &str, source: &mut Mock, params: VerifyParams) -> Result<AuditOutcome, ClassifyError> {
+    fn audit(
+        claim: &str,
+        source: &mut Mock,
+        params: VerifyParams,
+    ) -> Result<AuditOutcome, ClassifyError> {
         let model = PlatformModel::load(&fixture("classifier.json")).unwrap();
         let refs = references();
         let index = ReferenceIndex::new(&refs);
@@ -206,7 +246,12 @@ mod tests {
 
     #[test]
     fn the_true_claim_is_consistent() {
-        let o = audit("*/candle/bf16/*", &mut Mock::serving("bf16"), VerifyParams::default()).unwrap();
+        let o = audit(
+            "*/candle/bf16/*",
+            &mut Mock::serving("bf16"),
+            VerifyParams::default(),
+        )
+        .unwrap();
         assert_eq!(o.report.verdict, Verdict::Consistent);
     }
 

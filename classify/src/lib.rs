@@ -17,8 +17,8 @@ pub mod verify;
 
 pub use audit::{run_audit, AnswerSource, AuditOutcome, RecordSource};
 pub use eqc::{group_eqcs, EqcGrouping};
-pub use evidence::{EvidenceMode, ExactLogprobs, FullLogits};
 pub use error::ClassifyError;
+pub use evidence::{EvidenceMode, ExactLogprobs, FullLogits};
 pub use identify::{Decision, Identification};
 pub use model::{PlatformModel, TrainInput};
 pub use references::ReferenceIndex;

@@ -168,7 +168,6 @@ pub fn log_softmax(v: &[f64]) -> Vec<f64> {
     v.iter().map(|x| x - lse).collect()
 }
 
-
 /// Fold of each sample: samples of one probe share a fold.
 pub fn folds_by_group(groups: &[String], folds: usize) -> Vec<usize> {
     let mut names: Vec<&String> = groups.iter().collect();

@@ -265,11 +265,7 @@ impl<'a> Verifier<'a> {
         }
         let cap = self.params.per_query_cap;
         let k = self.model.classes.len();
-        let broken = violations(
-            record,
-            &self.model.integrity,
-            self.mode.integrity_checks(),
-        );
+        let broken = violations(record, &self.model.integrity, self.mode.integrity_checks());
         if !broken.is_empty() {
             self.tampered
                 .push(format!("probe {}: {}", record.probe_id, broken.join("; ")));
@@ -282,12 +278,7 @@ impl<'a> Verifier<'a> {
                     .identical(record)
                     .iter()
                     .filter(|p| self.model.spec.references.contains(p))
-                    .filter_map(|p| {
-                        self.model
-                            .classes
-                            .iter()
-                            .position(|c| c.has(p))
-                    })
+                    .filter_map(|p| self.model.classes.iter().position(|c| c.has(p)))
                     .collect();
                 (!m.is_empty()).then_some(("reference-match", m))
             }

@@ -231,7 +231,6 @@ pub fn log_softmax(logits: &[f32]) -> Vec<f32> {
     logits.iter().map(|x| x - m - ls).collect()
 }
 
-
 fn sample(logits: &[f32], temperature: f32, rng: &mut ChaCha20Rng) -> usize {
     let scaled: Vec<f32> = logits.iter().map(|x| x / temperature).collect();
     let p: Vec<f32> = log_softmax(&scaled).iter().map(|x| x.exp()).collect();

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use hspi_collect::backend::image_backend;
-use hspi_probe::border::{find_border, BorderConfig, Surrogate};
 use hspi_collect::grid::image_grid;
 use hspi_collect::zoo::cnn_digits;
 use hspi_datasets::ProbeInput;
+use hspi_probe::border::{find_border, BorderConfig, Surrogate};
 
 fn main() {
     hspi_collect::backend::prefer_single_threaded_kernels();

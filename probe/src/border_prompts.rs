@@ -8,9 +8,9 @@ use std::path::Path;
 
 use hspi_datasets::NumericFormat;
 
-use hspi_collect::Result;
 use hspi_collect::zoo::bpe::Bpe;
 use hspi_collect::zoo::QuantizedLm;
+use hspi_collect::Result;
 
 /// Greedy next token and top-2 logit gap of each prompt at one format.
 #[derive(Debug, Clone)]
@@ -90,7 +90,6 @@ pub fn cover(pairs: &[((usize, usize), Vec<usize>)]) -> Vec<usize> {
     }
     chosen
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -19,7 +19,9 @@ pub fn for_model(model: &Model, spec: &str, seed: u64) -> Result<ProbeSet, Probe
         Ok(n) => match model {
             Model::Image(m) => crate::random_images(seed, n, m.input_shape),
             Model::Lm { .. } => crate::random_tokens(seed, n, LM_VOCAB, LM_PROBE_TOKENS),
-            Model::Tiny(lm) => crate::random_tokens(seed, n, lm.vocab.len() as u32, LM_PROBE_TOKENS),
+            Model::Tiny(lm) => {
+                crate::random_tokens(seed, n, lm.vocab.len() as u32, LM_PROBE_TOKENS)
+            }
         },
         Err(_) => crate::read_probe_set(Path::new(spec))?,
     };

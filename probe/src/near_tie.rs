@@ -4,8 +4,8 @@
 
 use hspi_datasets::{Probe, ProbeInput, ProbeSet};
 
-use hspi_collect::{CollectError, Result};
 use hspi_collect::zoo::{TinyLm, TinyLmRunner};
+use hspi_collect::{CollectError, Result};
 
 /// The gap between the two largest logits.
 pub fn top2_gap(logits: &[f32]) -> f32 {

@@ -1,10 +1,10 @@
 //! Report models and exporters. One exporter per file.
 
 pub mod bundle;
-mod error;
-pub mod exporter;
 pub mod eqc_table;
+mod error;
 pub mod eval_table;
+pub mod exporter;
 pub mod html;
 pub mod identification;
 pub mod json;

@@ -55,7 +55,10 @@ impl Atlas {
             classifier_id,
             classes: classes
                 .iter()
-                .map(|c| { let m: Vec<String> = c.members.iter().map(ToString::to_string).collect(); format!("{} {}", c.id, m.join(" = ")) })
+                .map(|c| {
+                    let m: Vec<String> = c.members.iter().map(ToString::to_string).collect();
+                    format!("{} {}", c.id, m.join(" = "))
+                })
                 .collect(),
             references: references.iter().map(|r| r.display().to_string()).collect(),
         }

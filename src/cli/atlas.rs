@@ -82,7 +82,7 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             let m = Model::load(ModelId::parse(&model)?, None)?;
             // Platforms are listed as asked, not checked here: the plan is for other machines.
             let list = grid::parse_platforms(&platforms, &m)?;
-            let set = super::collect::probe_set_for(&m, &probes, seed)?;
+            let set = hspi_probe::for_model(&m, &probes, seed)?;
             let plan = Plan::new(&model, &set, &list, shards)?;
             std::fs::create_dir_all(out.join("logs"))
                 .with_context(|| format!("creating {}", out.display()))?;
@@ -145,45 +145,4 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The shard index from the flag, or from the scheduler's array index.
-fn shard_index(flag: Option<usize>) -> anyhow::Result<usize> {
-    if let Some(i) = flag {
-        return Ok(i);
-    }
-    for var in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"] {
-        if let Ok(v) = std::env::var(var) {
-            return v
-                .trim()
-                .parse()
-                .with_context(|| format!("${var}='{v}' is not a shard index"));
-        }
-    }
-    bail!("--plan needs --shard I (or $SLURM_ARRAY_TASK_ID / $JOB_COMPLETION_INDEX from the scheduler)")
-}
-
-/// Point a collection at one shard of a plan: its model, platforms, probe set and directory.
-pub fn apply_shard(
-    plan_path: &Path,
-    flag: Option<usize>,
-    args: &mut super::collect::Args,
-) -> anyhow::Result<()> {
-    let plan = Plan::read(plan_path)?;
-    let index = shard_index(flag)?;
-    let shard = plan.shard(plan_path, index)?;
-    let base = Plan::base(plan_path);
-    args.model = plan.model.clone();
-    args.platforms = shard.platforms.join(",");
-    args.probes = base.join(&plan.probes).display().to_string();
-    args.out = base.join(&shard.out);
-    args.resume = args.out.join(hspi_datasets::store::MANIFEST).exists();
-    printer::status(&format!(
-        "shard {index} of {}: {} platforms on a {} node into {}",
-        plan.shards.len(),
-        shard.platforms.len(),
-        shard.node,
-        args.out.display()
-    ));
-    Ok(())
 }

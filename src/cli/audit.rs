@@ -51,18 +51,13 @@ pub fn audit_endpoint(v: &VerifyArgs, target: &EndpointTarget) -> anyhow::Result
         identification,
         collect.out.display().to_string(),
     );
-    std::fs::write(
-        collect.out.join("audit.json"),
-        hspi_reports::json::render(&report),
-    )?;
-    std::fs::write(
-        collect.out.join("audit.md"),
-        hspi_reports::markdown::render(&report),
-    )?;
-    std::fs::write(
-        collect.out.join("audit.html"),
-        hspi_reports::html::render(&report),
-    )?;
+    for name in ["json", "md", "html"] {
+        let e = hspi_reports::exporter(name)?;
+        std::fs::write(
+            collect.out.join(format!("audit.{}", e.extension())),
+            e.render(&report),
+        )?;
+    }
     printer::status(&format!(
         "audit written to {dir}/audit.json, audit.md and audit.html (PDF: hspi report --from {dir}/audit.json --format pdf --out audit.pdf)",
         dir = collect.out.display()

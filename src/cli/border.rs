@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use hspi_collect::backend::image_backend;
-use hspi_collect::border::{find_border, BorderConfig, Surrogate};
 use hspi_collect::{Model, ModelId};
 use hspi_datasets::{Dataset, ProbeInput};
+use hspi_probe::border::{find_border, BorderConfig, Surrogate};
 
 use crate::printer;
 

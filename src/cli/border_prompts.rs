@@ -98,7 +98,7 @@ pub fn white_box(
     out: &Path,
     json: bool,
 ) -> anyhow::Result<()> {
-    use hspi_collect::border_prompts::{cover, greedy_runs, splitting_prompts};
+    use hspi_probe::border_prompts::{cover, greedy_runs, splitting_prompts};
     let formats = formats
         .iter()
         .map(|f| {

@@ -81,10 +81,8 @@ pub struct FeatureArgs {
 impl FeatureArgs {
     pub fn kinds(&self, records: &[Record]) -> anyhow::Result<Vec<FeatureKind>> {
         match &self.features {
-            Some(f) => parse_kinds(f)
-                .map_err(anyhow::Error::msg)
-                .context("--features"),
-            None => Ok(default_kinds(records)),
+            Some(f) => parse_kinds(f).context("--features"),
+            None => default_kinds(records),
         }
     }
 
@@ -122,31 +120,12 @@ impl FeatureArgs {
     }
 }
 
-pub fn default_kinds(records: &[Record]) -> Vec<FeatureKind> {
-    let logits = records
-        .iter()
-        .any(|r| matches!(r.outputs, hspi_datasets::Outputs::Logits { .. }));
-    if logits {
-        vec![
-            FeatureKind::ReferenceRelative,
-            FeatureKind::MantissaHistogram,
-        ]
-    } else {
-        // ulp-pattern overfits the few hundred answers a black-box grid has (97.5 % against
-        // 100 % at one query on the llama.cpp grid), so API answers use the summaries alone.
-        vec![FeatureKind::ReferenceRelative, FeatureKind::LogprobStats]
-    }
+pub fn default_kinds(records: &[Record]) -> anyhow::Result<Vec<FeatureKind>> {
+    Ok(hspi_classify::evidence::detect(records)?.default_features())
 }
 
 /// HSPI's own features: raw logit bits (white-box) or sign/exponent/mantissa of the top-k
 /// logprobs (black-box).
-pub fn baseline_kinds(records: &[Record]) -> Vec<FeatureKind> {
-    let logits = records
-        .iter()
-        .any(|r| matches!(r.outputs, hspi_datasets::Outputs::Logits { .. }));
-    vec![if logits {
-        FeatureKind::Bits
-    } else {
-        FeatureKind::Sem
-    }]
+pub fn baseline_kinds(records: &[Record]) -> anyhow::Result<Vec<FeatureKind>> {
+    Ok(hspi_classify::evidence::detect(records)?.baseline_features())
 }

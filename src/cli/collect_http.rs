@@ -1,20 +1,15 @@
 //! `hspi collect --endpoint URL`: collection from an OpenAI-compatible endpoint, paying safely.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
-use hspi_collect::http::{
-    ApiShape, Budget, BudgetLimits, Client, ClientConfig, HttpTarget, Journal, RequestOptions,
-};
-use hspi_collect::{collect, CollectError, PendingTarget};
-use hspi_datasets::{
-    manifest::unix_now, DatasetWriter, Manifest, ModelInfo, Platform, ProbeInput, SCHEMA_VERSION,
-};
+use anyhow::bail;
+use hspi_collect::http::BudgetLimits;
+use hspi_collect::session::{EndpointOptions, EndpointSession};
+use hspi_collect::CollectError;
 
-use super::collect::{new_session, open_mode, probe_set_info, Args};
+use super::collect::{command_line, open_mode, Args};
 use crate::printer;
 use crate::progress::Bar;
 
@@ -88,139 +83,51 @@ fn api_key(var: &Option<String>) -> anyhow::Result<Option<String>> {
     }
 }
 
-/// An endpoint opened for collection: its dataset (created or resumed), budget and target.
-pub struct EndpointSession {
-    pub url: String,
-    pub id: String,
-    pub label: Option<Platform>,
-    pub probes: hspi_datasets::ProbeSet,
-    pub writer: DatasetWriter,
-    pub budget: Arc<Budget>,
-    pub target: HttpTarget,
+impl EndpointArgs {
+    pub fn options(&self, model: &str) -> anyhow::Result<EndpointOptions> {
+        Ok(EndpointOptions {
+            url: self.endpoint.clone().unwrap_or_default(),
+            api: self.api.clone(),
+            model: model.to_string(),
+            label: self.label.as_deref().map(str::parse).transpose()?,
+            api_key: api_key(&self.api_key_env)?,
+            concurrency: self.concurrency,
+            rate_limit: self.rate_limit,
+            timeout: Duration::from_secs_f64(self.timeout),
+            retries: self.retries,
+            budget: BudgetLimits {
+                max_requests: self.max_requests,
+                max_output_tokens: self.max_output_tokens,
+                max_cost: self.max_cost,
+                price_input_per_m: self.price_input,
+                price_output_per_m: self.price_output,
+            },
+            journal: self.journal.clone(),
+            text_only: self.text_only,
+            allow_model_mismatch: self.allow_model_mismatch,
+            strict_openai: self.strict_openai,
+        })
+    }
 }
 
+/// Open the endpoint's dataset for `hspi collect --endpoint` (and `verify`/`audit`).
 pub fn open_endpoint(args: &Args) -> anyhow::Result<EndpointSession> {
     let e = &args.endpoint;
-    let url = e.endpoint.clone().expect("called with --endpoint");
-    let shape = match e.api.as_deref() {
-        Some("chat") => ApiShape::Chat,
-        Some("completions") => ApiShape::Completions,
-        Some(other) => bail!("--api {other}: expected chat or completions"),
-        None => ApiShape::from_url(&url).with_context(|| {
-            format!("--endpoint {url}: the path names neither /chat/completions nor /completions\nhint: pass --api chat or --api completions")
-        })?,
-    };
-    let key = api_key(&e.api_key_env)?;
-    let probes = match args.probes.parse::<usize>() {
-        Ok(0) => bail!("--probes 0: at least one probe is needed"),
-        Ok(n) => hspi_probe::prompts(args.seed, n, e.max_tokens, e.top_logprobs),
-        Err(_) => hspi_probe::read_probe_set(Path::new(&args.probes))?,
-    };
-    if let Some(p) = probes
-        .probes
-        .iter()
-        .find(|p| !matches!(p.input, ProbeInput::Prompt { .. }))
-    {
-        bail!("probe {} in {} is not a text prompt\nhint: write endpoint probes with `hspi probe prompts`", p.id, args.probes);
-    }
-    let label: Option<Platform> = e.label.as_deref().map(str::parse).transpose()?;
-    let id = HttpTarget::target_id(&url, &args.model);
-    // Unlabelled endpoints are what we want to identify: their records carry no platform.
-    let platforms: Vec<Platform> = label.iter().cloned().collect();
-    let manifest = Manifest {
-        schema_version: SCHEMA_VERSION,
-        created_unix: unix_now(),
-        model: ModelInfo {
-            id: args.model.clone(),
-            weights_sha256: "unknown (served remotely)".into(),
-            task: "completion-endpoint".into(),
-        },
-        probe_set: probe_set_info(&probes),
-        platforms,
-        sessions: Vec::new(),
-    };
-    let writer = DatasetWriter::open(
-        &args.out,
-        &manifest,
-        &probes,
-        new_session(),
-        open_mode(args),
-    )?;
-    let journal_path = e
-        .journal
-        .clone()
-        .unwrap_or_else(|| args.out.join("journal.jsonl"));
-    let journal = Arc::new(Journal::open(&journal_path)?);
-    let client = Client::new(
-        ClientConfig {
-            timeout: Duration::from_secs_f64(e.timeout),
-            max_retries: e.retries,
-            rate_limit: e.rate_limit,
-            ..Default::default()
-        },
-        key,
-    )
-    .map_err(|reason| CollectError::Http {
-        url: url.clone(),
-        reason,
-    })?;
-    let budget = Arc::new(Budget::new(BudgetLimits {
-        max_requests: e.max_requests,
-        max_output_tokens: e.max_output_tokens,
-        max_cost: e.max_cost,
-        price_input_per_m: e.price_input,
-        price_output_per_m: e.price_output,
-    }));
-    let client = Arc::new(client);
-    let target = HttpTarget {
-        id: id.clone(),
-        url: url.clone(),
-        shape,
-        model: args.model.clone(),
-        options: RequestOptions {
-            llama_extensions: !e.strict_openai,
-        },
-        platform: label.clone(),
-        client: client.clone(),
-        budget: budget.clone(),
-        journal: journal.clone(),
-        concurrency: e.concurrency,
-        allow_model_mismatch: e.allow_model_mismatch,
-        require_logprobs: !e.text_only,
-    };
-    Ok(EndpointSession {
-        url,
-        id,
-        label,
+    let options = e.options(&args.model)?;
+    let probes = hspi_probe::prompts_for(&args.probes, args.seed, e.max_tokens, e.top_logprobs)?;
+    Ok(EndpointSession::open(
+        &options,
         probes,
-        writer,
-        budget,
-        target,
-    })
+        &args.out,
+        open_mode(args),
+        &command_line(),
+    )?)
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let EndpointSession {
-        url,
-        id,
-        label,
-        probes,
-        mut writer,
-        budget,
-        target,
-    } = open_endpoint(args)?;
-    let make =
-        || -> hspi_collect::Result<Box<dyn hspi_collect::Target>> { Ok(Box::new(target.clone())) };
-    let targets = [PendingTarget {
-        id: id.clone(),
-        platform: label.clone(),
-        open: Box::new(make),
-    }];
-    let result = collect(&mut writer, &targets, &probes, &Bar::new());
-    writer
-        .finish()
-        .with_context(|| format!("sealing {}", args.out.display()))?;
-    let spent = budget.spent();
+    let session = open_endpoint(args)?;
+    let url = session.url.clone();
+    let (result, spent) = session.collect(&Bar::new());
     let cost = format!(
         "{} requests, {} output tokens, cost {:.6}",
         spent.requests, spent.output_tokens, spent.cost
@@ -240,9 +147,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(CollectError::Budget(reason)) => {
+        Err(CollectError::Budget { reached, after }) => {
+            let after = after.map(|a| format!(" (after: {a})")).unwrap_or_default();
             printer::status(&format!(
-                "stopped at the budget cap: {reason}\nspent {cost}; records so far are in {} (rerun with --resume and a larger budget to continue)",
+                "stopped at the budget cap: {reached}{after}\nspent {cost}; records so far are in {} (rerun with --resume and a larger budget to continue)",
                 args.out.display()
             ));
             Ok(ExitCode::from(3))

@@ -55,7 +55,11 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             printer::status(&format!("wrote {rows} rows to {}", out.display()));
         }
         Command::Merge { shards, out } => {
-            let m = hspi_datasets::store::merge(&shards, &out, super::collect::new_session())?;
+            let m = hspi_datasets::store::merge(
+                &shards,
+                &out,
+                hspi_collect::session::new_session(&super::collect::command_line()),
+            )?;
             printer::status(&format!(
                 "merged {} shards: {} records from {} platforms into {}",
                 m.shards,

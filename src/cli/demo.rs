@@ -73,8 +73,10 @@ fn collect_from(
     args.endpoint.top_logprobs = 5;
     args.endpoint.timeout = 60.0;
     args.endpoint.retries = 2;
-    super::collect_http::run(&args)?;
-    Ok(())
+    match super::collect_http::run(&args)? {
+        c if c == std::process::ExitCode::SUCCESS => Ok(()),
+        _ => anyhow::bail!("collecting from {url} stopped early"),
+    }
 }
 
 /// Parts 2 and 3: a "provider" serves the tiny LM at bf16 on loopback; hspi recomputes prompts on

@@ -79,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         probe_set_hash: train.probe_set_hash.clone(),
         references: &references,
         reference_platforms,
-        baseline_kinds: baseline_kinds(&train.records),
+        baseline_kinds: baseline_kinds(&train.records)?,
         kinds,
         params,
         queries,

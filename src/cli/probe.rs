@@ -50,7 +50,7 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
         /// Forward passes per pair in the local search, each platform's counted.
-        #[arg(long, default_value_t = hspi_collect::border::BorderConfig::default().search_evals)]
+        #[arg(long, default_value_t = hspi_probe::border::BorderConfig::default().search_evals)]
         evals: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -194,7 +194,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 ModelId::SmolLm2 => hspi_probe::random_tokens(seed, count, 49152, 12),
                 _ => {
                     let m = Model::load(id, None)?;
-                    super::collect::probe_set_for(&m, &count.to_string(), seed)?
+                    hspi_probe::for_model(&m, &count.to_string(), seed)?
                 }
             };
             write(&set, &out)?;
@@ -212,7 +212,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                     let candidates = hspi_probe::prompts(seed, count * 10, 8, 5);
                     let f32 = hspi_collect::grid::candle_dtype(hspi_datasets::NumericFormat::F32);
                     let runner = hspi_collect::zoo::TinyLmRunner::new(&lm, f32)?;
-                    hspi_collect::near_tie::near_tied(&lm, &runner, &candidates, count)?
+                    hspi_probe::near_tie::near_tied(&lm, &runner, &candidates, count)?
                 }
                 Model::Lm { .. } => anyhow::bail!(
                     "near-tie prompt selection needs the model's tokenizer; {model} has none in hspi yet (use tiny-lm)"

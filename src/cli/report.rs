@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 
 use crate::printer;
 
@@ -24,15 +24,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.from)
         .with_context(|| format!("reading {}", args.from.display()))?;
-    let report = hspi_reports::json::parse(&text, &args.from.display().to_string())
-        .map_err(anyhow::Error::msg)?;
-    let bytes = match args.format.as_str() {
-        "html" => hspi_reports::html::render(&report).into_bytes(),
-        "pdf" => hspi_reports::pdf::render(&report),
-        "md" | "markdown" => hspi_reports::markdown::render(&report).into_bytes(),
-        "json" => hspi_reports::json::render(&report).into_bytes(),
-        other => bail!("--format {other}: expected html, pdf, md or json"),
-    };
+    let exporter = hspi_reports::exporter(&args.format)?;
+    let report = hspi_reports::json::parse(&text, &args.from.display().to_string())?;
+    let bytes = exporter.render(&report);
     std::fs::write(&args.out, bytes).with_context(|| format!("writing {}", args.out.display()))?;
     printer::status(&format!("wrote {}", args.out.display()));
     Ok(ExitCode::SUCCESS)

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use hspi_classify::claim::Claim;
+use hspi_classify::audit::SourceError;
 use hspi_classify::verify::{Verifier, VerifyParams, VerifyReport};
-use hspi_classify::{PlatformModel, ReferenceIndex};
-use hspi_collect::Target;
-use hspi_datasets::{Record, Served};
+use hspi_classify::{run_audit, AnswerSource, PlatformModel, RecordSource, ReferenceIndex};
+use hspi_collect::session::EndpointSession;
+use hspi_datasets::{short_id, PlatformPattern, Record};
 
 use super::classifier::{load, load_references};
 use super::collect_http::open_endpoint;
@@ -117,15 +117,11 @@ impl VerifyArgs {
 pub struct Setup {
     pub model: PlatformModel,
     pub references: ReferenceIndex,
-    pub claim: Claim,
+    pub claim: PlatformPattern,
 }
 
 pub fn setup(v: &VerifyArgs) -> anyhow::Result<Setup> {
-    let claim: Claim = v
-        .claim
-        .parse()
-        .map_err(anyhow::Error::msg)
-        .context("--claim")?;
+    let claim: PlatformPattern = v.claim.parse().context("--claim")?;
     let model = PlatformModel::load(&v.classifier)?;
     let references = ReferenceIndex::new(&load_references(&v.references)?);
     Ok(Setup {
@@ -133,6 +129,23 @@ pub fn setup(v: &VerifyArgs) -> anyhow::Result<Setup> {
         references,
         claim,
     })
+}
+
+/// The endpoint as the audit loop's answer source: each answer stored before it is weighed.
+struct Endpoint<'s>(&'s mut EndpointSession);
+
+impl AnswerSource for Endpoint<'_> {
+    fn probes(&self) -> Vec<(String, u64)> {
+        let s = &*self.0;
+        s.probes
+            .probes
+            .iter()
+            .map(|p| (p.id.clone(), s.max_tokens(&p.id)))
+            .collect()
+    }
+    fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError> {
+        Ok(self.0.ask(probe_id)?)
+    }
 }
 
 /// Query the endpoint probe by probe in the verifier's order, storing every answer, until a
@@ -149,70 +162,36 @@ pub fn verify_endpoint(
             s.model.model.id, c.model
         ));
     }
-    let mut verifier = Verifier::new(&s.model, &s.references, s.claim.clone(), v.params())?;
-    let ids: Vec<String> = session.probes.probes.iter().map(|p| p.id.clone()).collect();
-    let order = verifier.order_probes(&ids);
-    let mut records = Vec::new();
-    for id in order {
-        let probe = session
-            .probes
-            .probes
-            .iter()
-            .find(|p| p.id == id)
-            .expect("ordered ids come from the probe set");
-        let max_tokens = match &probe.input {
-            hspi_datasets::ProbeInput::Prompt { params, .. } => u64::from(params.max_tokens),
-            _ => 0,
-        };
-        if !verifier.can_continue(max_tokens) {
-            break;
-        }
-        let started = std::time::Instant::now();
-        let answer = session
-            .target
-            .answer(&[probe])
-            .map_err(anyhow::Error::from)?
-            .pop()
-            .context("the endpoint returned no answer")?;
-        let record = Record {
-            probe_id: probe.id.clone(),
-            target: session.id.clone(),
-            platform: session.label.clone(),
-            outputs: answer.outputs,
-            timing_us: started.elapsed().as_micros() as u64,
-            usage: answer.usage,
-            served: Served::from_answer(answer.served_model, answer.system_fingerprint),
-        };
-        if !session.writer.is_done(&session.id, &record.probe_id) {
-            session.writer.append(std::slice::from_ref(&record))?;
-        }
-        let spent = session.budget.spent();
-        let verdict = verifier.observe(&record).map(|v| v.name().to_string());
-        printer::status(&format!(
-            "query {}: probe {} → llr {:+.2}{}; spent {} requests, {} output tokens, cost {:.6}",
-            records.len() + 1,
-            &record.probe_id[..record.probe_id.len().min(12)],
-            verifier_llr(&verifier),
-            verdict.map_or(String::new(), |v| format!(" ({v})")),
+    let verifier = Verifier::new(&s.model, &s.references, s.claim.clone(), v.params())?;
+    let budget = session.budget.clone();
+    let mut queries = 0;
+    let outcome = run_audit(
+        verifier,
+        &mut Endpoint(&mut session),
+        &mut |record, verifier| {
+            queries += 1;
+            let spent = budget.spent();
+            let verdict = verifier.verdict().map(|v| format!(" ({})", v.name()));
+            printer::status(&format!(
+            "query {queries}: probe {} → llr {:+.2}{}; spent {} requests, {} output tokens, cost {:.6}",
+            short_id(&record.probe_id),
+            verifier.current_llr(),
+            verdict.unwrap_or_default(),
             spent.requests,
             spent.output_tokens,
             spent.cost
         ));
-        records.push(record);
-    }
-    session.writer.finish()?;
-    let spent = session.budget.spent();
+            Ok(())
+        },
+    )?;
+    let spent = session.finish()?;
     let spent = hspi_reports::report::Spent {
-        queries: records.len() as u64,
+        queries: outcome.records.len() as u64,
         requests: spent.requests,
         output_tokens: spent.output_tokens,
         cost: spent.cost,
     };
-    Ok((verifier.finish(), records, spent))
-}
-
-fn verifier_llr(v: &Verifier) -> f64 {
-    v.current_llr()
+    Ok((outcome.report, outcome.records, spent))
 }
 
 pub fn verify_records(
@@ -220,69 +199,9 @@ pub fn verify_records(
     v: &VerifyArgs,
     records: &[Record],
 ) -> anyhow::Result<VerifyReport> {
-    let mut targets: Vec<&str> = records.iter().map(|r| r.target.as_str()).collect();
-    targets.sort_unstable();
-    targets.dedup();
-    if targets.len() > 1 {
-        bail!(
-            "the datasets hold {} targets ({}): verify one target at a time",
-            targets.len(),
-            targets.join(", ")
-        );
-    }
-    let mut verifier = Verifier::new(&s.model, &s.references, s.claim.clone(), v.params())?;
-    let ids: Vec<String> = records.iter().map(|r| r.probe_id.clone()).collect();
-    for id in verifier.order_probes(&ids) {
-        let r = records
-            .iter()
-            .find(|r| r.probe_id == id)
-            .expect("id from the records");
-        if !verifier.can_continue(hspi_classify::identify::output_tokens(r)) {
-            break;
-        }
-        verifier.observe(r);
-    }
-    Ok(verifier.finish())
-}
-
-pub fn render_text(r: &VerifyReport) -> String {
-    let mut s = format!(
-        "claim: {} ({})\nverdict: {}",
-        r.claim,
-        r.claimed.join(", "),
-        r.verdict.name()
-    );
-    match &r.verdict {
-        hspi_classify::verify::Verdict::Mismatch {
-            likely_platform, ..
-        } => s.push_str(&format!(" — most likely serving {likely_platform}")),
-        hspi_classify::verify::Verdict::UnknownPlatform { reason }
-        | hspi_classify::verify::Verdict::Inconclusive { reason }
-        | hspi_classify::verify::Verdict::Tampered { reason } => {
-            s.push_str(&format!(" — {reason}"))
-        }
-        hspi_classify::verify::Verdict::Consistent => {}
-    }
-    s.push_str(&format!(
-        "\nconfidence: {:.3}; log-likelihood ratio {:.2} (mismatch at ≥ {:.2}, consistent at ≤ {:.2})\nevidence: {} queries, {} output tokens\n",
-        r.confidence, r.log_likelihood_ratio, r.thresholds.0, r.thresholds.1, r.queries, r.output_tokens
-    ));
-    for e in &r.evidence {
-        s.push_str(&format!(
-            "  {} {:>16} llr {:+.2} (total {:+.2}) nearest {}{}\n",
-            &e.probe[..e.probe.len().min(12)],
-            e.method,
-            e.llr,
-            e.cumulative_llr,
-            e.nearest,
-            if e.integrity.is_empty() {
-                String::new()
-            } else {
-                format!(" ALTERED: {}", e.integrity.join("; "))
-            }
-        ));
-    }
-    s
+    let mut source = RecordSource::new(records)?;
+    let verifier = Verifier::new(&s.model, &s.references, s.claim.clone(), v.params())?;
+    Ok(run_audit(verifier, &mut source, &mut |_, _| Ok(()))?.report)
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -325,7 +244,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     printer::data(&if args.target.json {
         serde_json::to_string_pretty(&report)?
     } else {
-        render_text(&report)
+        hspi_reports::verification_table::text(&report)
     });
     Ok(ExitCode::from(report.verdict.exit_code()))
 }

@@ -23,7 +23,10 @@ impl EvidenceMode for FullLogits {
         &[]
     }
     fn default_features(&self) -> Vec<FeatureKind> {
-        vec![FeatureKind::ReferenceRelative, FeatureKind::MantissaHistogram]
+        vec![
+            FeatureKind::ReferenceRelative,
+            FeatureKind::MantissaHistogram,
+        ]
     }
     fn baseline_features(&self) -> Vec<FeatureKind> {
         vec![FeatureKind::Bits]

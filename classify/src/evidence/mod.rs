@@ -99,7 +99,10 @@ mod tests {
             assert!(!mode.identity_bytes(mine[0]).is_empty(), "{}", mode.name());
             assert!(!mode.default_features().is_empty(), "{}", mode.name());
             assert!(!mode.baseline_features().is_empty(), "{}", mode.name());
-            assert_eq!(for_output_kind(mode.output_kind()).unwrap().name(), mode.name());
+            assert_eq!(
+                for_output_kind(mode.output_kind()).unwrap().name(),
+                mode.name()
+            );
         }
         assert!(for_output_kind("smoke").is_err());
     }

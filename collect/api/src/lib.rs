@@ -47,7 +47,11 @@ pub fn shape_named(name: &str) -> Result<&'static dyn ApiShape, ApiError> {
         .find(|s| s.name() == name)
         .ok_or_else(|| ApiError::UnknownShape {
             name: name.into(),
-            known: SHAPES.iter().map(|s| s.name()).collect::<Vec<_>>().join(", "),
+            known: SHAPES
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", "),
         })
 }
 
@@ -73,7 +77,10 @@ mod tests {
         assert_eq!(legacy.name(), "completions");
         assert!(shape_for_url("http://h/v1/embeddings").is_none());
         assert_eq!(shape_named("chat").unwrap().name(), "chat");
-        let e = shape_named("grpc").err().expect("no such shape").to_string();
+        let e = shape_named("grpc")
+            .err()
+            .expect("no such shape")
+            .to_string();
         assert!(e.contains("chat, completions"), "{e}");
     }
 }

@@ -10,7 +10,10 @@ fn parse(body: &str) -> Result<Parsed, String> {
         .iter()
         .map(|s| s.parse(body).map_err(|e| e.to_string()))
         .collect();
-    assert!(all.windows(2).all(|w| w[0] == w[1]), "shapes disagree on {body:?}");
+    assert!(
+        all.windows(2).all(|w| w[0] == w[1]),
+        "shapes disagree on {body:?}"
+    );
     all.into_iter().next().expect("at least one shape")
 }
 use proptest::prelude::*;

@@ -113,7 +113,11 @@ mod tests {
         assert!(e.contains("20 output tokens"), "{e}");
         b.settle((5, 8), Some((4, 2)));
         b.reserve(5, 8).unwrap();
-        assert!(b.reserve(1, 1).unwrap_err().to_string().contains("3 requests"));
+        assert!(b
+            .reserve(1, 1)
+            .unwrap_err()
+            .to_string()
+            .contains("3 requests"));
         assert_eq!(b.spent().requests, 3);
     }
 

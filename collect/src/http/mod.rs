@@ -141,8 +141,18 @@ impl HttpTarget {
         let attempts = self.client.post(&self.url, body, &may_send);
         let held = reservations.get();
         let answered = matches!(&attempts.result, Ok(r) if r.is_success());
-        let failed = if answered { held.saturating_sub(1) } else { held };
-        self.settle(Reservation { held: failed, worst }, Some((0, 0)));
+        let failed = if answered {
+            held.saturating_sub(1)
+        } else {
+            held
+        };
+        self.settle(
+            Reservation {
+                held: failed,
+                worst,
+            },
+            Some((0, 0)),
+        );
         let raw = attempts.result.map_err(|e| match e {
             SendError::Budget { reached, after } => CollectError::Budget { reached, after },
             other => CollectError::Http {

@@ -107,7 +107,10 @@ impl EndpointSession {
             sessions: Vec::new(),
         };
         let writer = DatasetWriter::open(out, &manifest, &probes, new_session(command), mode)?;
-        let journal_path = o.journal.clone().unwrap_or_else(|| out.join("journal.jsonl"));
+        let journal_path = o
+            .journal
+            .clone()
+            .unwrap_or_else(|| out.join("journal.jsonl"));
         let journal = Arc::new(Journal::open(&journal_path)?);
         let client = Client::new(
             ClientConfig {

@@ -54,6 +54,8 @@ pub fn shard_index(flag: Option<usize>) -> Result<usize> {
     }
     Err(CollectError::Plan {
         path: "--plan".into(),
-        reason: "needs --shard I (or $SLURM_ARRAY_TASK_ID / $JOB_COMPLETION_INDEX from the scheduler)".into(),
+        reason:
+            "needs --shard I (or $SLURM_ARRAY_TASK_ID / $JOB_COMPLETION_INDEX from the scheduler)"
+                .into(),
     })
 }

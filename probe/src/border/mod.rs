@@ -8,8 +8,8 @@ mod surrogate;
 
 pub use surrogate::Surrogate;
 
-use hspi_datasets::top_label;
 use candle_core::Tensor;
+use hspi_datasets::top_label;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
@@ -42,7 +42,6 @@ pub struct Border {
     pub evals: usize,
 }
 
-
 fn quantize8(v: f32) -> f32 {
     (v.clamp(0.0, 1.0) * 255.0).round() / 255.0
 }
@@ -61,7 +60,8 @@ fn to_boundary(sa: &Surrogate, sb: &Surrogate, start: &[f32], steps: usize) -> R
         if va[top] - va[second] < 2.0 / 255.0 {
             break;
         }
-        let loss = (cross_entropy(&za, top_label(&vb).unwrap_or(0))? + cross_entropy(&zb, top_label(&va).unwrap_or(0))?)?;
+        let loss = (cross_entropy(&za, top_label(&vb).unwrap_or(0))?
+            + cross_entropy(&zb, top_label(&va).unwrap_or(0))?)?;
         let grads = loss.backward()?;
         let g: Vec<f32> = grads
             .get(var.as_tensor())

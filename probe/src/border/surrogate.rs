@@ -14,8 +14,8 @@ use hspi_collect::backend::emulated::quant::{
     qdq_fp8, qdq_mxint8, quantize_symmetric, round_bf16, round_f16, round_tf32,
 };
 use hspi_collect::backend::CandleLayer;
-use hspi_collect::Result;
 use hspi_collect::zoo::ImageModel;
+use hspi_collect::Result;
 
 pub struct Surrogate {
     /// Each layer, and whether it is a GEMM (convolution or linear) whose input and output round.

@@ -11,8 +11,8 @@ use crate::error::ApiError;
 
 /// Chat-style or legacy, whichever the object is.
 pub(crate) fn parse(raw: &str) -> Result<Vec<TokenStep>, ApiError> {
-    let keys: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(raw).map_err(|e| ApiError::logprobs("logprobs", format!("not an object: {e}")))?;
+    let keys: serde_json::Map<String, serde_json::Value> = serde_json::from_str(raw)
+        .map_err(|e| ApiError::logprobs("logprobs", format!("not an object: {e}")))?;
     if keys.contains_key("content") {
         chat_style::parse(raw)
     } else if keys.contains_key("tokens") || keys.contains_key("token_logprobs") {

@@ -1,8 +1,6 @@
 use std::path::PathBuf;
 
 use hspi_datasets::DatasetError;
-
-use crate::http::BudgetReached;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -92,3 +90,15 @@ impl CollectError {
 }
 
 pub type Result<T, E = CollectError> = std::result::Result<T, E>;
+
+/// The next request could cross a cap: a clean, resumable stop (exit 3), never an error message
+/// to be recognised by its wording.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("budget reached: the next request could exceed {limit} (spent {requests} requests, {output_tokens} output tokens, cost {cost:.6})")]
+pub struct BudgetReached {
+    /// The cap that would be crossed, e.g. `20 output tokens`.
+    pub limit: String,
+    pub requests: u64,
+    pub output_tokens: u64,
+    pub cost: f64,
+}

@@ -15,4 +15,30 @@ pub mod svg;
 pub mod verification_table;
 
 pub use error::ReportError;
-pub use exporter::{exporter, exporters, Exporter};
+pub use exporter::Exporter;
+
+/// Every exporter, in the order `--format` lists them.
+pub fn exporters() -> &'static [&'static dyn Exporter] {
+    &[
+        &crate::html::Html,
+        &crate::pdf::Pdf,
+        &crate::markdown::Markdown,
+        &crate::json::Json,
+    ]
+}
+
+/// The exporter named `name` (or one of its aliases).
+pub fn exporter(name: &str) -> Result<&'static dyn Exporter, ReportError> {
+    exporters()
+        .iter()
+        .copied()
+        .find(|e| e.name() == name || e.aliases().contains(&name))
+        .ok_or_else(|| ReportError::UnknownFormat {
+            name: name.into(),
+            known: exporters()
+                .iter()
+                .map(|e| e.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}

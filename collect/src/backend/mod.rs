@@ -9,7 +9,8 @@ mod cuda;
 mod cuda;
 pub mod emulated;
 
-pub use candle_cpu::{forward_layers, CandleCpu, CandleLayer};
+pub use crate::zoo::{forward_layers, CandleLayer};
+pub use candle_cpu::CandleCpu;
 pub use cuda::{
     check as cuda_check, cuda_devices, cuda_platforms, unavailable_reason as cuda_unavailable,
     CudaImage, CudaLm,

@@ -3,6 +3,8 @@
 
 use std::sync::Mutex;
 
+use crate::error::BudgetReached;
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BudgetLimits {
     pub max_requests: Option<u64>,
@@ -20,16 +22,6 @@ pub struct Spent {
     pub prompt_tokens: u64,
     pub output_tokens: u64,
     pub cost: f64,
-}
-
-/// The next request could cross a cap: a clean, resumable stop (exit 3), never an error message
-/// to be recognised by its wording.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("budget reached: the next request could exceed {limit} (spent {} requests, {} output tokens, cost {:.6})", spent.requests, spent.output_tokens, spent.cost)]
-pub struct BudgetReached {
-    /// The cap that would be crossed, e.g. `20 output tokens`.
-    pub limit: String,
-    pub spent: Spent,
 }
 
 pub struct Budget {
@@ -74,7 +66,12 @@ impl Budget {
             None
         };
         if let Some(limit) = over {
-            return Err(BudgetReached { limit, spent: *s });
+            return Err(BudgetReached {
+                limit,
+                requests: s.requests,
+                output_tokens: s.output_tokens,
+                cost: s.cost,
+            });
         }
         *s = after;
         Ok(())

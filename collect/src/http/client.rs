@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
-use super::budget::BudgetReached;
-use crate::error::CollectError;
+use crate::error::{BudgetReached, CollectError};
 
 /// Response headers worth keeping as provenance (never anything that could carry credentials).
 const KEPT_HEADERS: [&str; 8] = [

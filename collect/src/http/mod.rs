@@ -5,7 +5,8 @@ mod budget;
 mod client;
 mod journal;
 
-pub use budget::{Budget, BudgetLimits, BudgetReached, Spent};
+pub use crate::error::BudgetReached;
+pub use budget::{Budget, BudgetLimits, Spent};
 pub use client::{Client, ClientConfig, RawResponse, SendError};
 pub use hspi_api::{shape_for_url, shape_named, ApiShape, Parsed, RequestOptions, SHAPES};
 pub use journal::{request_key, Journal, JournalEntry};

@@ -11,9 +11,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
+use super::candle_layers::{forward_layers, CandleLayer};
 use super::digits::Digits;
 use super::image_model::{ImageModel, Layer, LayerSpec};
-use crate::backend::CandleLayer;
 use crate::error::{CollectError, Result};
 
 pub const ID: &str = "cnn-digits";
@@ -193,14 +193,14 @@ pub fn train(
         train_order.shuffle(&mut rng);
         for chunk in train_order.chunks(config.batch_size) {
             let (x, y) = batch(chunk)?;
-            let logits = crate::backend::forward_layers(&layers(), &x)?;
+            let logits = forward_layers(&layers(), &x)?;
             let loss = candle_nn::loss::cross_entropy(&logits, &y)?;
             opt.backward_step(&loss)?;
         }
     }
     let accuracy = |idx: &[usize]| -> Result<f64> {
         let (x, y) = batch(idx)?;
-        let pred = crate::backend::forward_layers(&layers(), &x)?.argmax(1)?;
+        let pred = forward_layers(&layers(), &x)?.argmax(1)?;
         let correct = pred
             .eq(&y)?
             .to_dtype(DType::F32)?

@@ -2,6 +2,7 @@
 
 pub mod bpe;
 mod cache;
+mod candle_layers;
 pub mod cnn_digits;
 pub mod digits;
 mod image_model;
@@ -9,6 +10,7 @@ pub mod smollm2;
 pub mod tiny_lm;
 
 pub use cache::cache_dir;
+pub use candle_layers::{forward_layers, CandleLayer};
 pub use image_model::{
     named_tensors, sha256_hex, ConvShape, GemmView, ImageModel, Layer, LayerSpec,
 };

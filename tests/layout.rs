@@ -185,19 +185,18 @@ fn resolve(path: &[String], modules: &BTreeMap<Vec<String>, PathBuf>) -> Option<
     Some(file.clone())
 }
 
+/// Tarjan's state: next index, (index, lowlink) per node, the stack, its members, components.
+type Tarjan<N> = (
+    usize,
+    BTreeMap<N, (usize, usize)>,
+    Vec<N>,
+    BTreeSet<N>,
+    Vec<Vec<N>>,
+);
+
 /// Strongly connected components with more than one member (Tarjan).
 fn cycles<N: Ord + Clone>(edges: &BTreeMap<N, BTreeSet<N>>) -> Vec<Vec<N>> {
-    fn visit<N: Ord + Clone>(
-        v: &N,
-        edges: &BTreeMap<N, BTreeSet<N>>,
-        s: &mut (
-            usize,
-            BTreeMap<N, (usize, usize)>,
-            Vec<N>,
-            BTreeSet<N>,
-            Vec<Vec<N>>,
-        ),
-    ) {
+    fn visit<N: Ord + Clone>(v: &N, edges: &BTreeMap<N, BTreeSet<N>>, s: &mut Tarjan<N>) {
         let i = s.0;
         s.0 += 1;
         s.1.insert(v.clone(), (i, i));

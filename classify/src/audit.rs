@@ -150,7 +150,7 @@ mod tests {
         ["bf16", "f16", "f32"]
             .iter()
             .flat_map(|f| {
-                Dataset::open(&fixture(&format!("reference-{f}")))
+                Dataset::open(fixture(&format!("reference-{f}")))
                     .unwrap()
                     .records()
                     .unwrap()

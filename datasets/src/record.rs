@@ -212,6 +212,17 @@ impl<'de> Deserialize<'de> for LogitBits {
     }
 }
 
+/// The index of the largest value (None when empty); on an exact tie the lowest index, as numpy,
+/// torch and llama.cpp's greedy sampler break ties. Every top-label comparison in hspi uses this one
+/// rule, so a border input or a greedy token means the same thing wherever it is checked.
+/// Logits (f32) and posteriors (f64) alike.
+pub fn top_label<T: Copy + Into<f64>>(values: &[T]) -> Option<usize> {
+    (0..values.len()).max_by(|a, b| {
+        let (x, y): (f64, f64) = (values[*a].into(), values[*b].into());
+        x.total_cmp(&y).then(b.cmp(a))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,15 +261,4 @@ mod tests {
             _ => panic!(),
         }
     }
-}
-
-/// The index of the largest value (None when empty); on an exact tie the lowest index, as numpy,
-/// torch and llama.cpp's greedy sampler break ties. Every top-label comparison in hspi uses this one
-/// rule, so a border input or a greedy token means the same thing wherever it is checked.
-/// Logits (f32) and posteriors (f64) alike.
-pub fn top_label<T: Copy + Into<f64>>(values: &[T]) -> Option<usize> {
-    (0..values.len()).max_by(|a, b| {
-        let (x, y): (f64, f64) = (values[*a].into(), values[*b].into());
-        x.total_cmp(&y).then(b.cmp(a))
-    })
 }

@@ -46,6 +46,10 @@ pub enum DatasetError {
     ResumeMismatch { path: PathBuf, reason: String },
     #[error("duplicate record: probe {probe} on {platform} is already in the dataset")]
     Duplicate { probe: String, platform: String },
+    #[error("{reason}")]
+    Incompatible { reason: String },
+    #[error("no dataset given")]
+    NoDatasets,
     #[error("unknown export format '{0}' (expected csv or parquet)")]
     UnknownExportFormat(String),
     #[error("export to {path}: {reason}")]

@@ -91,6 +91,98 @@ pub fn cover(pairs: &[((usize, usize), Vec<usize>)]) -> Vec<usize> {
     chosen
 }
 
+/// White-box border prompts over `candidates` (`hspi probe border-prompts --white-box`), as
+/// `--json` prints them; `set` holds the prompts the cover keeps.
+#[derive(Debug, serde::Serialize)]
+pub struct WhiteBox {
+    pub formats: usize,
+    pub candidates: usize,
+    pub pairs: usize,
+    pub found: usize,
+    pub prompts_written: usize,
+    pub seconds: f64,
+    pub by_pair: Vec<WhiteBoxPair>,
+    #[serde(skip)]
+    pub set: hspi_datasets::ProbeSet,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct WhiteBoxPair {
+    pub a: String,
+    pub b: String,
+    pub prompts_splitting: usize,
+    pub example: Option<String>,
+}
+
+impl std::fmt::Display for WhiteBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for p in &self.by_pair {
+            writeln!(
+                f,
+                "{:>6} vs {:<6} {:>4} of {} prompts split them",
+                p.a, p.b, p.prompts_splitting, self.candidates
+            )?;
+        }
+        write!(
+            f,
+            "border prompts for {} of {} format pairs, white-box ({} prompts written, {:.1} s)",
+            self.found, self.pairs, self.prompts_written, self.seconds
+        )
+    }
+}
+
+/// Greedy next tokens of every candidate prompt at every format, computed locally on SmolLM2
+/// (`weights`, default the `hspi fetch smollm2` cache), and a set cover of the splitting prompts.
+pub fn white_box(
+    weights: Option<&Path>,
+    formats: &[NumericFormat],
+    candidates: &hspi_datasets::ProbeSet,
+) -> std::result::Result<WhiteBox, crate::ProbeError> {
+    if formats.len() < 2 {
+        return Err(crate::ProbeError::Unusable {
+            what: "--formats".into(),
+            reason: "name at least two formats to split".into(),
+        });
+    }
+    let weights = hspi_collect::zoo::smollm2::weights_path(weights)?;
+    let texts: Vec<String> = candidates
+        .probes
+        .iter()
+        .filter_map(|p| match &p.input {
+            hspi_datasets::ProbeInput::Prompt { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let runs = greedy_runs(&weights, formats, &texts)?;
+    let pairs = splitting_prompts(&runs);
+    let chosen = cover(&pairs);
+    let set = crate::seeded_set(
+        &format!("border-prompts-white-box:{}", candidates.generator),
+        candidates.seed,
+        chosen.iter().map(|i| candidates.probes[*i].input.clone()),
+    );
+    let by_pair = pairs
+        .iter()
+        .map(|((i, j), split)| WhiteBoxPair {
+            a: runs[*i].format.to_string(),
+            b: runs[*j].format.to_string(),
+            prompts_splitting: split.len(),
+            example: split.first().map(|p| texts[*p].clone()),
+        })
+        .collect();
+    Ok(WhiteBox {
+        formats: formats.len(),
+        candidates: texts.len(),
+        pairs: pairs.len(),
+        found: pairs.iter().filter(|(_, s)| !s.is_empty()).count(),
+        prompts_written: set.probes.len(),
+        seconds: started.elapsed().as_secs_f64(),
+        by_pair,
+        set,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,14 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ProbeError {
+    #[error(transparent)]
+    Dataset(#[from] hspi_datasets::DatasetError),
+    #[error(transparent)]
+    Collect(#[from] hspi_collect::CollectError),
+    #[error(transparent)]
+    Classify(#[from] hspi_classify::ClassifyError),
+    #[error("{what}: {reason}")]
+    Unusable { what: String, reason: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

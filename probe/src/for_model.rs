@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use hspi_collect::Model;
+use hspi_collect::{Model, ModelId};
 use hspi_datasets::{ProbeInput, ProbeSet};
 
 use crate::error::ProbeError;
@@ -69,4 +69,32 @@ pub fn prompts_for(
         });
     }
     Ok(set)
+}
+
+/// `count` seeded random probes for a model; only its input shape matters, so SmolLM2 needs no
+/// weights.
+pub fn random_for(id: ModelId, count: usize, seed: u64) -> Result<ProbeSet, ProbeError> {
+    match id {
+        ModelId::SmolLm2 => Ok(crate::random_tokens(seed, count, LM_VOCAB, LM_PROBE_TOKENS)),
+        _ => for_model(&Model::load(id, None)?, &count.to_string(), seed),
+    }
+}
+
+/// Numeric-stress probes: images (saturated, bf16 rounding midpoints, near-cancelling) for image
+/// models; for the tiny LM, prompts whose top-2 next-token logits are nearest a tie.
+pub fn stress_for(id: ModelId, count: usize, seed: u64) -> Result<ProbeSet, ProbeError> {
+    match Model::load(id, None)? {
+        Model::Image(m) => Ok(crate::stress_images(seed, count, m.input_shape)),
+        Model::Tiny(lm) => {
+            // Ten candidates per prompt kept, scored on the f32 reference.
+            let candidates = crate::prompts(seed, count * 10, 8, 5);
+            let f32 = hspi_collect::grid::candle_dtype(hspi_datasets::NumericFormat::F32);
+            let runner = hspi_collect::zoo::TinyLmRunner::new(&lm, f32)?;
+            Ok(crate::near_tie::near_tied(&lm, &runner, &candidates, count)?)
+        }
+        Model::Lm { .. } => Err(ProbeError::Unusable {
+            what: id.name().into(),
+            reason: format!("near-tie prompt selection needs the model's tokenizer; {} has none in hspi yet (use tiny-lm)", id.name()),
+        }),
+    }
 }

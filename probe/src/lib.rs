@@ -2,6 +2,7 @@
 
 pub mod border;
 pub mod border_prompts;
+mod divergence;
 mod error;
 mod file;
 mod for_model;
@@ -11,9 +12,10 @@ mod prompts;
 mod random;
 mod stress;
 
+pub use divergence::{divergent_prompts, Divergence};
 pub use error::ProbeError;
 pub use file::{read_probe_set, write_probe_set};
-pub use for_model::{for_model, prompts_for};
+pub use for_model::{for_model, prompts_for, random_for, stress_for};
 pub use prompts::prompts;
 pub use random::{random_images, random_tokens};
 pub use stress::stress_images;

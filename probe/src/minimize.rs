@@ -81,6 +81,68 @@ pub fn output_table(
         .collect()
 }
 
+/// The fewest probes of collected datasets (over one probe set) that separate every pair of
+/// their EQCs (`hspi probe minimize`), as `--json` prints it; `set` holds those probes.
+#[derive(Debug, Serialize)]
+pub struct Minimized {
+    pub eqcs: usize,
+    pub pairs: usize,
+    pub covered: usize,
+    pub probes_available: usize,
+    pub probes_chosen: usize,
+    pub inseparable: Vec<(usize, usize)>,
+    #[serde(skip)]
+    pub set: hspi_datasets::ProbeSet,
+}
+
+impl std::fmt::Display for Minimized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} probes separate {} of {} EQC pairs ({} EQCs)",
+            self.probes_chosen, self.probes_available, self.covered, self.pairs, self.eqcs
+        )
+    }
+}
+
+pub fn minimize(datasets: &[std::path::PathBuf]) -> Result<Minimized, crate::ProbeError> {
+    let (records, probes, _) = hspi_datasets::store::load_same_probes(datasets)?;
+    let grouping = hspi_classify::group_eqcs(&records)?;
+    let representatives: Vec<String> = grouping
+        .eqcs
+        .iter()
+        .map(|e| e.members[0].to_string())
+        .collect();
+    let outputs: BTreeMap<(String, String), Vec<u8>> = records
+        .iter()
+        .map(|r| {
+            (
+                (r.platform_key(), r.probe_id.clone()),
+                r.outputs.identity_bytes(),
+            )
+        })
+        .collect();
+    let order: Vec<String> = probes.probes.iter().map(|p| p.id.clone()).collect();
+    let cover = greedy_cover(&output_table(&order, &representatives, &outputs));
+    Ok(Minimized {
+        eqcs: grouping.eqcs.len(),
+        pairs: cover.pairs,
+        covered: cover.covered,
+        probes_available: probes.probes.len(),
+        probes_chosen: cover.chosen.len(),
+        inseparable: cover.inseparable,
+        set: hspi_datasets::ProbeSet {
+            generator: format!("minimized:{}", probes.generator),
+            seed: probes.seed,
+            probes: cover
+                .chosen
+                .iter()
+                .map(|i| probes.probes[*i].clone())
+                .collect(),
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,48 +3,15 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use hspi_classify::features::{parse_kinds, FeatureKind};
 use hspi_classify::linear::TrainParams;
-use hspi_datasets::manifest::ModelInfo;
-use hspi_datasets::{Dataset, Record};
+use hspi_datasets::store::{load_one_model, OneModel};
+use hspi_datasets::Record;
 
-/// Records of several datasets (any probe sets), the model they share and their probe-set hash
-/// (of the first).
-pub struct Loaded {
-    pub records: Vec<Record>,
-    pub model: ModelInfo,
-    pub probe_set_hash: String,
-}
-
-pub fn load(dirs: &[PathBuf]) -> anyhow::Result<Loaded> {
-    let mut records = Vec::new();
-    let mut first: Option<(PathBuf, ModelInfo, String)> = None;
-    for dir in dirs {
-        let d = Dataset::open(dir)?;
-        let m = d.manifest.model.clone();
-        match &first {
-            None => first = Some((dir.clone(), m, d.manifest.probe_set.hash.clone())),
-            Some((f, fm, _)) if fm.id != m.id || fm.weights_sha256 != m.weights_sha256 => bail!(
-                "{} holds model {} and {} holds model {}: one classifier describes one model",
-                f.display(),
-                fm.id,
-                dir.display(),
-                m.id
-            ),
-            Some(_) => {}
-        }
-        records.extend(
-            d.records()
-                .with_context(|| format!("reading {}", dir.display()))?,
-        );
-    }
-    let (_, model, probe_set_hash) = first.context("no dataset given")?;
-    Ok(Loaded {
-        records,
-        model,
-        probe_set_hash,
-    })
+/// Records of several datasets of one model (any probe sets).
+pub fn load(dirs: &[PathBuf]) -> anyhow::Result<OneModel> {
+    Ok(load_one_model(dirs)?)
 }
 
 /// Records of reference datasets: any model check is the caller's.

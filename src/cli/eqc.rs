@@ -1,9 +1,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::bail;
-use hspi_datasets::Dataset;
-
 use crate::printer;
 
 #[derive(Debug, clap::Args)]
@@ -20,31 +17,8 @@ pub struct Args {
 pub fn load_records(
     dirs: &[PathBuf],
 ) -> anyhow::Result<(Vec<hspi_datasets::Record>, hspi_datasets::ProbeSet)> {
-    let mut records = Vec::new();
-    let mut first: Option<(PathBuf, String)> = None;
-    let mut probes = None;
-    for dir in dirs {
-        let d = Dataset::open(dir)?;
-        match &first {
-            None => first = Some((dir.clone(), d.manifest.probe_set.hash.clone())),
-            Some((f, hash)) if *hash != d.manifest.probe_set.hash => bail!(
-                "{} and {} hold different probe sets ({} vs {}): EQCs compare the same probes",
-                f.display(),
-                dir.display(),
-                &hash[..12],
-                &d.manifest.probe_set.hash[..12]
-            ),
-            Some(_) => {}
-        }
-        if probes.is_none() {
-            probes = Some(d.probe_set()?);
-        }
-        records.extend(d.records()?);
-    }
-    Ok((
-        records,
-        probes.expect("at least one dataset (clap requires one)"),
-    ))
+    let (records, probes, _) = hspi_datasets::store::load_same_probes(dirs)?;
+    Ok((records, probes))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -1,7 +1,5 @@
 mod atlas;
 mod audit;
-mod border;
-mod border_prompts;
 mod bundle;
 mod classifier;
 mod collect;

@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use hspi_collect::{Model, ModelId};
+use hspi_collect::ModelId;
+use hspi_datasets::{short_id, ProbeSet};
 
 use crate::printer;
 
@@ -111,72 +112,35 @@ pub struct PromptArgs {
 }
 
 impl PromptArgs {
-    fn prompts(&self, count: usize) -> hspi_datasets::ProbeSet {
+    fn prompts(&self, count: usize) -> ProbeSet {
         hspi_probe::prompts(self.seed, count, self.max_tokens, self.top_logprobs)
     }
 }
 
-fn minimize(datasets: &[PathBuf], out: &std::path::Path, json: bool) -> anyhow::Result<()> {
-    use std::collections::BTreeMap;
-    let (records, probes) = super::eqc::load_records(datasets)?;
-    let grouping = hspi_classify::group_eqcs(&records)?;
-    let representatives: Vec<String> = grouping
-        .eqcs
-        .iter()
-        .map(|e| e.members[0].to_string())
-        .collect();
-    let mut outputs = BTreeMap::new();
-    for r in &records {
-        let key = r.platform_key();
-        outputs.insert((key, r.probe_id.clone()), r.outputs.identity_bytes());
-    }
-    let order: Vec<String> = probes.probes.iter().map(|p| p.id.clone()).collect();
-    let cover = hspi_probe::minimize::greedy_cover(&hspi_probe::minimize::output_table(
-        &order,
-        &representatives,
-        &outputs,
-    ));
-    let set = hspi_datasets::ProbeSet {
-        generator: format!("minimized:{}", probes.generator),
-        seed: probes.seed,
-        probes: cover
-            .chosen
-            .iter()
-            .map(|i| probes.probes[*i].clone())
-            .collect(),
-    };
-    write(&set, out)?;
-    let report = serde_json::json!({
-        "eqcs": grouping.eqcs.len(),
-        "pairs": cover.pairs,
-        "covered": cover.covered,
-        "probes_available": probes.probes.len(),
-        "probes_chosen": cover.chosen.len(),
-        "inseparable": cover.inseparable,
-    });
-    if json {
-        printer::data(&serde_json::to_string_pretty(&report)?);
-    } else {
-        printer::data(&format!(
-            "{} of {} probes separate {} of {} EQC pairs ({} EQCs)",
-            cover.chosen.len(),
-            probes.probes.len(),
-            cover.covered,
-            cover.pairs,
-            grouping.eqcs.len()
-        ));
-    }
-    Ok(())
-}
-
-fn write(set: &hspi_datasets::ProbeSet, out: &std::path::Path) -> anyhow::Result<()> {
+fn write(set: &ProbeSet, out: &std::path::Path) -> anyhow::Result<()> {
     hspi_probe::write_probe_set(out, set)?;
     printer::status(&format!(
         "wrote {} probes (set {}) to {}",
         set.probes.len(),
-        &set.hash()[..12],
+        short_id(&set.hash()),
         out.display()
     ));
+    Ok(())
+}
+
+/// Write a search's probe set and print its report: JSON, or its one-paragraph summary.
+fn report<R: serde::Serialize + std::fmt::Display>(
+    r: &R,
+    set: &ProbeSet,
+    out: &std::path::Path,
+    json: bool,
+) -> anyhow::Result<()> {
+    write(set, out)?;
+    printer::data(&if json {
+        serde_json::to_string_pretty(r)?
+    } else {
+        r.to_string()
+    });
     Ok(())
 }
 
@@ -187,51 +151,37 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             count,
             seed,
             out,
-        } => {
-            let id = ModelId::parse(&model)?;
-            // Only the input shape matters here, so the language model needs no weights.
-            let set = match id {
-                ModelId::SmolLm2 => hspi_probe::random_tokens(seed, count, 49152, 12),
-                _ => {
-                    let m = Model::load(id, None)?;
-                    hspi_probe::for_model(&m, &count.to_string(), seed)?
-                }
-            };
-            write(&set, &out)?;
-        }
+        } => write(
+            &hspi_probe::random_for(ModelId::parse(&model)?, count, seed)?,
+            &out,
+        )?,
         Command::Stress {
             model,
             count,
             seed,
             out,
-        } => {
-            let set = match Model::load(ModelId::parse(&model)?, None)? {
-                Model::Image(m) => hspi_probe::stress_images(seed, count, m.input_shape),
-                Model::Tiny(lm) => {
-                    // Ten candidates per prompt kept, scored on the f32 reference.
-                    let candidates = hspi_probe::prompts(seed, count * 10, 8, 5);
-                    let f32 = hspi_collect::grid::candle_dtype(hspi_datasets::NumericFormat::F32);
-                    let runner = hspi_collect::zoo::TinyLmRunner::new(&lm, f32)?;
-                    hspi_probe::near_tie::near_tied(&lm, &runner, &candidates, count)?
-                }
-                Model::Lm { .. } => anyhow::bail!(
-                    "near-tie prompt selection needs the model's tokenizer; {model} has none in hspi yet (use tiny-lm)"
-                ),
-            };
-            write(&set, &out)?;
-        }
+        } => write(
+            &hspi_probe::stress_for(ModelId::parse(&model)?, count, seed)?,
+            &out,
+        )?,
         Command::Minimize {
             datasets,
             out,
             json,
-        } => minimize(&datasets, &out, json)?,
+        } => {
+            let m = hspi_probe::minimize::minimize(&datasets)?;
+            report(&m, &m.set, &out, json)?;
+        }
         Command::Border {
             datasets,
             out,
             evals,
             seed,
             json,
-        } => super::border::run(&datasets, &out, evals, seed, json)?,
+        } => {
+            let b = hspi_probe::border::border_inputs(&datasets, evals, seed)?;
+            report(&b, &b.set, &out, json)?;
+        }
         Command::BorderPrompts {
             datasets,
             out,
@@ -243,16 +193,20 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             json,
         } => {
             if white_box {
+                let formats = formats
+                    .iter()
+                    .map(|f| f.parse().map_err(|e| anyhow::anyhow!("--formats: {e}")))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
                 let candidates = prompt.prompts(count);
-                super::border_prompts::white_box(
+                let w = hspi_probe::border_prompts::white_box(
                     weights.as_deref(),
                     &formats,
                     &candidates,
-                    &out,
-                    json,
-                )?
+                )?;
+                report(&w, &w.set, &out, json)?;
             } else {
-                super::border_prompts::run(&datasets, &out, json)?
+                let d = hspi_probe::divergent_prompts(&datasets)?;
+                report(&d, &d.set, &out, json)?;
             }
         }
         Command::Prompts { count, prompt, out } => write(&prompt.prompts(count), &out)?,

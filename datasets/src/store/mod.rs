@@ -13,12 +13,14 @@ mod checksums;
 mod files;
 mod fsutil;
 mod line;
+mod many;
 mod merge;
 mod reader;
 mod writer;
 
 pub use checksums::Checksums;
 pub use line::{decode_line, encode_line, LineError};
+pub use many::{load_one_model, load_same_probes, OneModel};
 pub use merge::{merge, MergeSummary};
 pub use reader::Dataset;
 pub use writer::{DatasetWriter, OpenMode};

@@ -4,8 +4,10 @@
 //! the decision boundary; phase 2 works on the two real platforms, stepping pixels one level at a
 //! time towards an exact tie, until they disagree or the evaluation budget is spent.
 
+mod classes;
 mod surrogate;
 
+pub use classes::{border_inputs, BorderInputs};
 pub use surrogate::Surrogate;
 
 use candle_core::Tensor;

@@ -21,3 +21,11 @@ pub fn error(e: &anyhow::Error) {
     }
     eprintln!("{msg}");
 }
+
+/// A library workflow's lines, routed here.
+pub fn lines() -> hspi_audit::Lines<'static> {
+    hspi_audit::Lines {
+        data: &data,
+        status: &status,
+    }
+}

@@ -55,6 +55,11 @@ pub struct Identification {
 }
 
 impl Identification {
+    /// The answers fit no known class ("unknown platform", exit 1).
+    pub fn is_unknown(&self) -> bool {
+        matches!(self.decision, Decision::Unknown { .. })
+    }
+
     pub fn class(&self) -> Option<&str> {
         match &self.decision {
             Decision::Identified { class, .. } => Some(class),

@@ -39,6 +39,25 @@ impl Default for TrainParams {
 }
 
 impl TrainParams {
+    /// From the `--folds` and `--alphas a,b,c` flags, checked.
+    pub fn from_flags(folds: usize, alphas: &str) -> Result<TrainParams, ClassifyError> {
+        let alphas = alphas
+            .split(',')
+            .map(|a| {
+                a.trim()
+                    .parse::<f64>()
+                    .map_err(|_| ClassifyError::Param(format!("--alphas: '{a}' is not a number")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let p = TrainParams {
+            folds,
+            alphas,
+            ..TrainParams::default()
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
     /// Checked before any fitting, so a bad flag fails in milliseconds.
     pub fn validate(&self) -> Result<(), ClassifyError> {
         if self.folds < 2 {

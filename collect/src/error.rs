@@ -9,6 +9,8 @@ pub enum CollectError {
     Plan { path: String, reason: String },
     #[error(transparent)]
     Dataset(#[from] DatasetError),
+    #[error(transparent)]
+    Platform(#[from] hspi_datasets::PlatformParseError),
     #[error("candle: {0}")]
     Candle(String),
     #[error("{path}: {source}")]
@@ -37,6 +39,8 @@ pub enum CollectError {
         model: String,
         reason: String,
     },
+    #[error("--platforms '{0}' names no platform")]
+    NoPlatforms(String),
     #[error("no CUDA driver found; build with --features cuda on a machine with an NVIDIA GPU")]
     NoCudaDriver,
     #[error("cuda: {0}")]

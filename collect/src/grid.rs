@@ -155,6 +155,19 @@ pub fn parse_platforms(
     Ok(out)
 }
 
+/// The platforms to collect here: as [`parse_platforms`], but a `cuda` group that finds no GPU
+/// and a list naming nothing are errors.
+pub fn platforms_to_run(spec: &str, model: &Model) -> crate::Result<Vec<Platform>> {
+    let platforms = parse_platforms(spec, model)?;
+    if names_cuda_group(spec) && !platforms.iter().any(Platform::is_cuda) {
+        return Err(crate::CollectError::NoCudaDriver);
+    }
+    if platforms.is_empty() {
+        return Err(crate::CollectError::NoPlatforms(spec.into()));
+    }
+    Ok(platforms)
+}
+
 /// Whether `spec` asks for the `cuda` group (which is empty on a machine without a GPU).
 pub fn names_cuda_group(spec: &str) -> bool {
     spec.split(',').any(|item| item.trim() == "cuda")

@@ -6,6 +6,7 @@ pub mod collector;
 pub mod error;
 pub mod grid;
 pub mod http;
+pub mod listing;
 pub mod serve;
 pub mod session;
 pub mod target;

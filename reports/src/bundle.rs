@@ -56,6 +56,28 @@ pub fn generate_key() -> (String, String) {
     )
 }
 
+/// A new signing key written to `path` (owner-only, never over an existing file); returns the
+/// public key.
+pub fn write_new_key(path: &Path) -> Result<String, BundleError> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.exists() {
+        return Err(BundleError::Key(format!(
+            "{} already exists: a key is never overwritten",
+            path.display()
+        )));
+    }
+    let (secret, public) = generate_key();
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    o.mode(0o600);
+    let mut f = o.open(path).map_err(|e| io(path, e))?;
+    f.write_all(secret.as_bytes()).map_err(|e| io(path, e))?;
+    Ok(public)
+}
+
 pub fn parse_secret(hex_key: &str) -> Result<SigningKey, BundleError> {
     let bytes = hex::decode(hex_key.trim())
         .map_err(|_| BundleError::Key("the signing key is not hex".into()))?;

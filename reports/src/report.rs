@@ -152,6 +152,17 @@ const LIMIT_BATCH: &str = "Servers batching concurrent requests answer with othe
 const LIMIT_MODEL: &str = "The error rates hold under the classifier's model of each platform; they are targets, not guarantees against an adversary who knows the method.";
 
 impl Report {
+    /// The exit code of the verdict the report carries (0 for reports without one): 0
+    /// consistent, 1 mismatch / unknown / tampered, 3 inconclusive.
+    pub fn exit_code(&self) -> u8 {
+        match &self.evidence {
+            Evidence::Audit { verification, .. } | Evidence::Verify { verification } => {
+                verification.verdict.exit_code()
+            }
+            _ => 0,
+        }
+    }
+
     fn new(
         ctx: Context,
         summary: Summary,

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use hspi_collect::atlas::{k8s, plan::PROBES_FILE, slurm, Plan};
 use hspi_collect::grid;
 use hspi_collect::zoo::{Model, ModelId};
@@ -108,10 +108,8 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
         } => {
             let path = absolute(&plan)?;
             let p = Plan::read(&path)?;
-            let hspi = match hspi {
-                Some(h) => h,
-                None => std::env::current_exe()?.display().to_string(),
-            };
+            let here = || std::env::current_exe().map(|p| p.display().to_string());
+            let hspi = hspi.map_or_else(here, Ok)?;
             let o = slurm::SlurmOptions {
                 hspi,
                 partition,
@@ -130,16 +128,13 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             out,
         } => {
             let path = absolute(&plan)?;
-            if !path.starts_with(&mount) {
-                bail!("the plan {} does not lie under the mount {mount}: pods would not see it\nhint: pass the plan's path as the pods see it, e.g. {mount}/plan.json", path.display());
-            }
             let p = Plan::read(&path)?;
             let o = k8s::K8sOptions {
                 image,
                 claim,
                 mount,
             };
-            std::fs::write(&out, k8s::manifest(&p, &path, &o))
+            std::fs::write(&out, k8s::manifest(&p, &path, &o)?)
                 .with_context(|| format!("writing {}", out.display()))?;
             printer::data(&out.display().to_string());
         }

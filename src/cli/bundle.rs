@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use hspi_reports::bundle;
 
 use crate::printer;
@@ -43,14 +43,7 @@ pub enum Command {
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
     match c {
         Command::Keygen { out } => {
-            if out.exists() {
-                bail!(
-                    "{} already exists: a key is never overwritten",
-                    out.display()
-                );
-            }
-            let (secret, public) = bundle::generate_key();
-            write_secret(&out, &secret)?;
+            let public = bundle::write_new_key(&out)?;
             printer::status(&format!("signing key written to {}", out.display()));
             printer::data(&public);
             Ok(ExitCode::SUCCESS)
@@ -98,19 +91,4 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             Err(e) => Err(e.into()),
         },
     }
-}
-
-fn write_secret(path: &std::path::Path, secret: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    #[cfg(unix)]
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    o.mode(0o600);
-    let mut f = o
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(secret.as_bytes())?;
-    Ok(())
 }

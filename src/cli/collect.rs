@@ -1,10 +1,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::bail;
 use hspi_collect::session::{self, shard_index, LocalSummary, ShardAssignment};
 use hspi_collect::{grid, Model, ModelId};
-use hspi_datasets::{OpenMode, Platform};
+use hspi_datasets::OpenMode;
 
 use crate::printer;
 use crate::progress::Bar;
@@ -59,14 +58,7 @@ pub struct Args {
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if let Some(plan) = args.plan.clone() {
         let a = ShardAssignment::read(&plan, shard_index(args.shard)?)?;
-        printer::status(&format!(
-            "shard {} of {}: {} platforms on a {} node into {}",
-            a.index,
-            a.shards,
-            a.platforms.split(',').count(),
-            a.node,
-            a.out.display()
-        ));
+        printer::status(&a.to_string());
         args.model = a.model;
         args.platforms = a.platforms;
         args.probes = a.probes.display().to_string();
@@ -83,14 +75,6 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn open_mode(args: &Args) -> OpenMode {
-    match (args.resume, args.force) {
-        (true, _) => OpenMode::Resume,
-        (_, true) => OpenMode::Force,
-        _ => OpenMode::Create,
-    }
-}
-
 /// The command line, for the session record in a dataset's manifest.
 pub fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
@@ -98,33 +82,17 @@ pub fn command_line() -> String {
 
 pub fn collect_local(args: &Args) -> anyhow::Result<LocalSummary> {
     let model = Model::load(ModelId::parse(&args.model)?, args.weights.as_deref())?;
-    if matches!(model, Model::Image(_)) {
-        hspi_collect::backend::prefer_single_threaded_kernels();
-    }
-    let platforms = grid::parse_platforms(&args.platforms, &model)?;
-    if grid::names_cuda_group(&args.platforms) && !platforms.iter().any(Platform::is_cuda) {
-        return Err(hspi_collect::CollectError::NoCudaDriver.into());
-    }
-    if platforms.is_empty() {
-        bail!("--platforms '{}' names no platform", args.platforms);
-    }
+    let platforms = grid::platforms_to_run(&args.platforms, &model)?;
     let probes = hspi_probe::for_model(&model, &args.probes, args.seed)?;
     let done = session::collect_local(
         &model,
         &platforms,
         &probes,
         &args.out,
-        open_mode(args),
+        OpenMode::from_flags(args.resume, args.force),
         &command_line(),
         &Bar::new(),
     )?;
-    printer::status(&format!(
-        "collected {} records ({} already present) from {} platforms × {} probes into {}",
-        done.written,
-        done.already_done,
-        done.platforms,
-        done.probes,
-        args.out.display()
-    ));
+    printer::status(&done.to_string());
     Ok(done)
 }

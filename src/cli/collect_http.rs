@@ -9,7 +9,7 @@ use hspi_collect::http::BudgetLimits;
 use hspi_collect::session::{EndpointOptions, EndpointSession};
 use hspi_collect::CollectError;
 
-use super::collect::{command_line, open_mode, Args};
+use super::collect::{command_line, Args};
 use crate::printer;
 use crate::progress::Bar;
 
@@ -119,7 +119,7 @@ pub fn open_endpoint(args: &Args) -> anyhow::Result<EndpointSession> {
         &options,
         probes,
         &args.out,
-        open_mode(args),
+        hspi_datasets::OpenMode::from_flags(args.resume, args.force),
         &command_line(),
     )?)
 }
@@ -128,10 +128,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let session = open_endpoint(args)?;
     let url = session.url.clone();
     let (result, spent) = session.collect(&Bar::new());
-    let cost = format!(
-        "{} requests, {} output tokens, cost {:.6}",
-        spent.requests, spent.output_tokens, spent.cost
-    );
+    let cost = spent.to_string();
     match result {
         Ok(done) => {
             printer::status(&format!(

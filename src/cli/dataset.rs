@@ -73,7 +73,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             if json {
                 printer::data(&serde_json::to_string_pretty(&d)?);
             } else {
-                printer::data(&diff_table(&d));
+                printer::data(&hspi_reports::diff_table::render_text(&d));
             }
             if !d.all_identical() {
                 return Ok(ExitCode::from(1));
@@ -93,30 +93,4 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn diff_table(d: &hspi_datasets::diff::DatasetDiff) -> String {
-    let mut out = String::new();
-    for p in &d.pairs {
-        let platform = if p.left == p.right {
-            p.left.clone()
-        } else {
-            format!("{} ~ {}", p.left, p.right)
-        };
-        let verdict = match &p.first_difference {
-            None if p.common_probes > 0 => "identical".to_string(),
-            None => "no common probes".to_string(),
-            Some(id) => format!("first difference at probe {id}"),
-        };
-        out.push_str(&format!(
-            "{platform}: {}/{} probes bit-identical ({verdict})\n",
-            p.identical, p.common_probes
-        ));
-    }
-    for (side, list) in [("left", &d.only_left), ("right", &d.only_right)] {
-        for platform in list {
-            out.push_str(&format!("{platform}: only in the {side} dataset\n"));
-        }
-    }
-    out
 }

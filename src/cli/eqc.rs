@@ -13,16 +13,8 @@ pub struct Args {
     pub json: bool,
 }
 
-/// Every record of several datasets over one probe set, and that probe set.
-pub fn load_records(
-    dirs: &[PathBuf],
-) -> anyhow::Result<(Vec<hspi_datasets::Record>, hspi_datasets::ProbeSet)> {
-    let (records, probes, _) = hspi_datasets::store::load_same_probes(dirs)?;
-    Ok((records, probes))
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (records, _) = load_records(&args.datasets)?;
+    let (records, _, _) = hspi_datasets::store::load_same_probes(&args.datasets)?;
     let grouping = hspi_classify::group_eqcs(&records)?;
     printer::data(&if args.json {
         hspi_reports::eqc_table::render_json(&grouping)

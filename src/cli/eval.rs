@@ -4,10 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use hspi_classify::evaluate::{evaluate, EvalInput};
-use hspi_classify::ReferenceIndex;
+use hspi_audit::{evaluate_datasets, EvalOptions};
 
-use super::classifier::{baseline_kinds, load, load_references, FeatureArgs};
+use super::classifier::FeatureArgs;
 use crate::printer;
 
 #[derive(Debug, clap::Args)]
@@ -41,8 +40,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let params = args.features.params()?;
-    let reference_platforms = args.features.reference_platforms()?;
+    let f = &args.features;
     let queries = args
         .queries
         .split(',')
@@ -54,59 +52,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("--queries: '{q}' is not a positive count"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let train = load(&args.train)?;
-    let test = load(&args.test)?;
-    if test.model != train.model {
-        anyhow::bail!(
-            "training model {} and test model {} differ (use --transfer for cross-model tests)",
-            train.model.id,
-            test.model.id
-        );
-    }
-    let kinds = args.features.kinds(&train.records)?;
-    let extra = load_references(&args.features.references)?;
-    let references = ReferenceIndex::new(train.records.iter().chain(&test.records).chain(&extra));
-    let transfer = if args.transfer.is_empty() {
-        None
-    } else {
-        Some(load(&args.transfer)?)
-    };
-    let transfer_refs = transfer.as_ref().map(|t| ReferenceIndex::new(&t.records));
-    let report = evaluate(EvalInput {
-        train: &train.records,
-        test: &test.records,
-        model: train.model.clone(),
-        probe_set_hash: train.probe_set_hash.clone(),
-        references: &references,
-        reference_platforms,
-        baseline_kinds: baseline_kinds(&train.records)?,
-        kinds,
-        params,
+    let (report, model) = evaluate_datasets(EvalOptions {
+        train: &args.train,
+        test: &args.test,
+        features: f.features()?,
+        references: &f.references,
+        reference_platforms: f.reference_platforms()?,
+        params: f.params()?,
         queries,
-        seed: args.seed,
         max_held_out: args.held_out,
-        transfer: transfer
-            .as_ref()
-            .zip(transfer_refs.as_ref())
-            .map(|(t, r)| (&t.records[..], r, t.model.id.clone())),
+        transfer: &args.transfer,
+        seed: args.seed,
     })?;
     if let Some(path) = &args.report {
-        let ctx = hspi_reports::report::Context::now(
-            hspi_reports::report::Subject {
-                endpoint: None,
-                model: train.model.id.clone(),
-                claim: None,
-            },
-            hspi_reports::report::Spent {
-                queries: report.test_samples as u64,
-                requests: 0,
-                output_tokens: 0,
-                cost: 0.0,
-            },
-            hspi_reports::report::Atlas::new(None, &report.classes, &args.features.references),
-        );
-        let r = hspi_reports::report::Report::from_eval(ctx, report.clone());
-        std::fs::write(path, hspi_reports::json::render(&r))?;
+        std::fs::write(path, hspi_reports::json::render(&model))?;
     }
     printer::data(&if args.json {
         hspi_reports::eval_table::render_json(&report)

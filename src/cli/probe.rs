@@ -9,28 +9,10 @@ use crate::printer;
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Seeded random probes for a model (8-bit images, or token ids).
-    Random {
-        #[arg(long, default_value = "cnn-digits")]
-        model: String,
-        #[arg(long, default_value_t = 200)]
-        count: usize,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Random(Generated),
     /// Numeric-stress probes: images (saturated, bf16 rounding midpoints, near-cancelling) for image
     /// models; for tiny-lm, prompts whose top-2 next-token logits are nearest a tie.
-    Stress {
-        #[arg(long, default_value = "cnn-digits")]
-        model: String,
-        #[arg(long, default_value_t = 200)]
-        count: usize,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Stress(Generated),
     /// The fewest probes of a collected probe set that still separate every pair of EQCs.
     Minimize {
         /// Dataset directories over one probe set.
@@ -98,6 +80,19 @@ pub enum Command {
     },
 }
 
+/// A generated probe set for a model.
+#[derive(Debug, clap::Args)]
+pub struct Generated {
+    #[arg(long, default_value = "cnn-digits")]
+    model: String,
+    #[arg(long, default_value_t = 200)]
+    count: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    out: PathBuf,
+}
+
 /// How seeded word-list prompts are generated and what each asks for.
 #[derive(Debug, clap::Args)]
 pub struct PromptArgs {
@@ -146,23 +141,13 @@ fn report<R: serde::Serialize + std::fmt::Display>(
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Random {
-            model,
-            count,
-            seed,
-            out,
-        } => write(
-            &hspi_probe::random_for(ModelId::parse(&model)?, count, seed)?,
-            &out,
+        Command::Random(g) => write(
+            &hspi_probe::random_for(ModelId::parse(&g.model)?, g.count, g.seed)?,
+            &g.out,
         )?,
-        Command::Stress {
-            model,
-            count,
-            seed,
-            out,
-        } => write(
-            &hspi_probe::stress_for(ModelId::parse(&model)?, count, seed)?,
-            &out,
+        Command::Stress(g) => write(
+            &hspi_probe::stress_for(ModelId::parse(&g.model)?, g.count, g.seed)?,
+            &g.out,
         )?,
         Command::Minimize {
             datasets,

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::Plan;
+use crate::error::CollectError;
 
 pub struct K8sOptions {
     pub image: String,
@@ -12,7 +13,14 @@ pub struct K8sOptions {
     pub mount: String,
 }
 
-pub fn manifest(plan: &Plan, plan_path: &Path, o: &K8sOptions) -> String {
+/// The Job manifest; refuses a plan outside the mount, which the pods would not see.
+pub fn manifest(plan: &Plan, plan_path: &Path, o: &K8sOptions) -> Result<String, CollectError> {
+    if !plan_path.starts_with(&o.mount) {
+        return Err(CollectError::Plan {
+            path: plan_path.display().to_string(),
+            reason: format!("does not lie under the mount {}: pods would not see it\nhint: pass the plan's path as the pods see it, e.g. {}/plan.json", o.mount, o.mount),
+        });
+    }
     let n = plan.shards.len();
     let gpus = plan.shards.iter().any(|s| s.node == "gpu");
     let name = format!("hspi-atlas-{}", plan.model.replace(['_', '.'], "-"));
@@ -28,5 +36,5 @@ pub fn manifest(plan: &Plan, plan_path: &Path, o: &K8sOptions) -> String {
         "        volumeMounts:\n        - name: atlas\n          mountPath: {}\n      volumes:\n      - name: atlas\n        persistentVolumeClaim:\n          claimName: {}\n",
         o.mount, o.claim
     ));
-    s
+    Ok(s)
 }

@@ -24,6 +24,16 @@ pub struct Spent {
     pub cost: f64,
 }
 
+impl std::fmt::Display for Spent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} requests, {} output tokens, cost {:.6}",
+            self.requests, self.output_tokens, self.cost
+        )
+    }
+}
+
 pub struct Budget {
     limits: BudgetLimits,
     spent: Mutex<Spent>,

@@ -21,8 +21,23 @@ pub struct LocalSummary {
     pub already_done: usize,
 }
 
+impl std::fmt::Display for LocalSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "collected {} records ({} already present) from {} platforms × {} probes into {}",
+            self.written,
+            self.already_done,
+            self.platforms,
+            self.probes,
+            self.out.display()
+        )
+    }
+}
+
 /// Collect `model` at every platform over `probes` into `out`. Every platform is checked before
-/// anything is written; what was written is sealed even when a platform fails.
+/// anything is written; what was written is sealed even when a platform fails. Image models run
+/// on one kernel thread per core (call this before starting other threads).
 pub fn collect_local(
     model: &Model,
     platforms: &[Platform],
@@ -32,6 +47,9 @@ pub fn collect_local(
     command: &str,
     progress: &dyn Progress,
 ) -> Result<LocalSummary> {
+    if matches!(model, Model::Image(_)) {
+        crate::backend::prefer_single_threaded_kernels();
+    }
     let info = model.info();
     for p in platforms {
         check_local(model, p)?;

@@ -59,3 +59,17 @@ pub fn shard_index(flag: Option<usize>) -> Result<usize> {
                 .into(),
     })
 }
+
+impl std::fmt::Display for ShardAssignment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "shard {} of {}: {} platforms on a {} node into {}",
+            self.index,
+            self.shards,
+            self.platforms.split(',').count(),
+            self.node,
+            self.out.display()
+        )
+    }
+}

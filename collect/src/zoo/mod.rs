@@ -6,6 +6,7 @@ mod candle_layers;
 pub mod cnn_digits;
 pub mod digits;
 mod image_model;
+pub mod retrain;
 pub mod smollm2;
 pub mod tiny_lm;
 

@@ -41,6 +41,11 @@ impl Platform {
         self.to_string().replace('/', "_")
     }
 
+    /// A comma-separated list of platform strings.
+    pub fn parse_list(list: &str) -> Result<Vec<Platform>, PlatformParseError> {
+        list.split(',').map(|p| p.trim().parse()).collect()
+    }
+
     pub fn is_cuda(&self) -> bool {
         matches!(self.hardware, Hardware::Cuda { .. })
     }

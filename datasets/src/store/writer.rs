@@ -28,6 +28,17 @@ pub enum OpenMode {
     Resume,
 }
 
+impl OpenMode {
+    /// `--resume` wins over `--force`; neither: create.
+    pub fn from_flags(resume: bool, force: bool) -> OpenMode {
+        match (resume, force) {
+            (true, _) => OpenMode::Resume,
+            (_, true) => OpenMode::Force,
+            _ => OpenMode::Create,
+        }
+    }
+}
+
 pub struct DatasetWriter {
     dir: PathBuf,
     /// A new dataset's probes.json and manifest, written on their own thread while the first

@@ -1,0 +1,118 @@
+//! Verify and audit a live endpoint: the collection session is the audit loop's answer source,
+//! every answer stored before it is weighed.
+
+use hspi_classify::audit::SourceError;
+use hspi_classify::verify::VerifyReport;
+use hspi_classify::{run_audit, AnswerSource};
+use hspi_collect::session::EndpointSession;
+use hspi_datasets::{short_id, ProbeInput, Record};
+use hspi_reports::report::{Report, Spent, Subject};
+
+use crate::error::AuditError;
+use crate::setup::VerifySetup;
+use crate::Lines;
+
+struct Endpoint<'s>(&'s mut EndpointSession);
+
+impl AnswerSource for Endpoint<'_> {
+    fn probes(&self) -> Vec<(String, u64)> {
+        let tokens = |input: &ProbeInput| match input {
+            ProbeInput::Prompt { params, .. } => u64::from(params.max_tokens),
+            _ => 0,
+        };
+        self.0
+            .probes
+            .probes
+            .iter()
+            .map(|p| (p.id.clone(), tokens(&p.input)))
+            .collect()
+    }
+    fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError> {
+        Ok(self.0.ask(probe_id)?)
+    }
+}
+
+/// A verdict on an endpoint, the answers it weighed and what they cost.
+pub struct Verified {
+    pub report: VerifyReport,
+    pub records: Vec<Record>,
+    pub spent: Spent,
+    pub subject: Subject,
+}
+
+/// Query the endpoint probe by probe in the verifier's order until a verdict or the budget; one
+/// status line per answer.
+pub fn verify_endpoint(
+    s: &VerifySetup,
+    mut session: EndpointSession,
+    model: &str,
+    lines: &Lines,
+) -> Result<Verified, AuditError> {
+    if !s.model.model.id.eq_ignore_ascii_case(model) {
+        (lines.status)(&format!(
+            "note: the classifier describes model {}, the endpoint is asked for {model}",
+            s.model.model.id
+        ));
+    }
+    let budget = session.budget.clone();
+    let mut queries = 0;
+    let outcome = run_audit(
+        s.verifier()?,
+        &mut Endpoint(&mut session),
+        &mut |record, v| {
+            queries += 1;
+            let verdict = v.verdict().map(|v| format!(" ({})", v.name()));
+            (lines.status)(&format!(
+                "query {queries}: probe {} → llr {:+.2}{}; spent {}",
+                short_id(&record.probe_id),
+                v.current_llr(),
+                verdict.unwrap_or_default(),
+                budget.spent()
+            ));
+            Ok(())
+        },
+    )?;
+    let url = session.url.clone();
+    let spent = session.finish()?;
+    Ok(Verified {
+        spent: Spent {
+            queries: outcome.records.len() as u64,
+            requests: spent.requests,
+            output_tokens: spent.output_tokens,
+            cost: spent.cost,
+        },
+        subject: Subject {
+            endpoint: Some(url),
+            model: model.to_string(),
+            claim: Some(outcome.report.claim.clone()),
+        },
+        report: outcome.report,
+        records: outcome.records,
+    })
+}
+
+/// Verify + identify against the endpoint, and write audit.json, audit.md and audit.html into
+/// the answers' dataset directory.
+pub fn audit_endpoint(
+    s: &VerifySetup,
+    session: EndpointSession,
+    model: &str,
+    lines: &Lines,
+) -> Result<Report, AuditError> {
+    let out = session.out.clone();
+    let v = verify_endpoint(s, session, model, lines)?;
+    let refs: Vec<&Record> = v.records.iter().collect();
+    let identification = s.model.identify(&refs, &s.references);
+    let ctx = s.context(v.subject, v.spent);
+    let report = Report::from_audit(ctx, v.report, identification, out.display().to_string());
+    for name in ["json", "md", "html"] {
+        let e = hspi_reports::exporter(name)?;
+        let path = out.join(format!("audit.{}", e.extension()));
+        std::fs::write(&path, e.render(&report)).map_err(AuditError::io(&path))?;
+    }
+    (lines.status)(&format!(
+        "audit written to {dir}/audit.json, audit.md and audit.html (PDF: hspi report --from {dir}/audit.json --format pdf --out audit.pdf)",
+        dir = out.display()
+    ));
+    Ok(report)
+}

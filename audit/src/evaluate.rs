@@ -1,0 +1,83 @@
+//! The HSPI paper's tables for a grid, on test probes never seen in training (`hspi eval`).
+
+use std::path::PathBuf;
+
+use hspi_classify::evaluate::{evaluate, EvalInput, EvalReport};
+use hspi_classify::features::FeatureKind;
+use hspi_classify::linear::TrainParams;
+use hspi_classify::ReferenceIndex;
+use hspi_datasets::store::load_one_model;
+use hspi_reports::report::{Atlas, Context, Report, Spent, Subject};
+
+use crate::error::AuditError;
+use crate::setup::load_references;
+
+pub struct EvalOptions<'a> {
+    pub train: &'a [PathBuf],
+    pub test: &'a [PathBuf],
+    /// None: the evidence mode's default features.
+    pub features: Option<Vec<FeatureKind>>,
+    pub references: &'a [PathBuf],
+    pub reference_platforms: Option<Vec<String>>,
+    pub params: TrainParams,
+    pub queries: Vec<usize>,
+    pub max_held_out: usize,
+    /// Datasets of another model labelled with the same platforms: cross-model transfer.
+    pub transfer: &'a [PathBuf],
+    pub seed: u64,
+}
+
+/// The evaluation, and its report model for `--report`.
+pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditError> {
+    let train = load_one_model(o.train)?;
+    let test = load_one_model(o.test)?;
+    if test.model != train.model {
+        return Err(AuditError::Usage(format!(
+            "training model {} and test model {} differ (use --transfer for cross-model tests)",
+            train.model.id, test.model.id
+        )));
+    }
+    let mode = hspi_classify::evidence::detect(&train.records)?;
+    let extra = load_references(o.references)?;
+    let references = ReferenceIndex::new(train.records.iter().chain(&test.records).chain(&extra));
+    let transfer = if o.transfer.is_empty() {
+        None
+    } else {
+        Some(load_one_model(o.transfer)?)
+    };
+    let transfer_refs = transfer.as_ref().map(|t| ReferenceIndex::new(&t.records));
+    let report = evaluate(EvalInput {
+        train: &train.records,
+        test: &test.records,
+        model: train.model.clone(),
+        probe_set_hash: train.probe_set_hash.clone(),
+        references: &references,
+        reference_platforms: o.reference_platforms,
+        baseline_kinds: mode.baseline_features(),
+        kinds: o.features.unwrap_or_else(|| mode.default_features()),
+        params: o.params,
+        queries: o.queries,
+        seed: o.seed,
+        max_held_out: o.max_held_out,
+        transfer: transfer
+            .as_ref()
+            .zip(transfer_refs.as_ref())
+            .map(|(t, r)| (&t.records[..], r, t.model.id.clone())),
+    })?;
+    let ctx = Context::now(
+        Subject {
+            endpoint: None,
+            model: train.model.id.clone(),
+            claim: None,
+        },
+        Spent {
+            queries: report.test_samples as u64,
+            requests: 0,
+            output_tokens: 0,
+            cost: 0.0,
+        },
+        Atlas::new(None, &report.classes, o.references),
+    );
+    let model = Report::from_eval(ctx, report.clone());
+    Ok((report, model))
+}

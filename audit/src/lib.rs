@@ -1,0 +1,25 @@
+//! The auditor's workflows, over datasets and endpoints: train a classifier, verify a claim,
+//! audit an endpoint (verify + identify + report files), identify, and the demo that runs them
+//! end to end. The binary parses flags into these calls and prints what they return.
+
+mod demo;
+mod endpoint;
+mod error;
+mod evaluate;
+mod identify;
+mod setup;
+mod train;
+
+pub use demo::{demo, DemoOptions};
+pub use endpoint::{audit_endpoint, verify_endpoint, Verified};
+pub use error::AuditError;
+pub use evaluate::{evaluate_datasets, EvalOptions};
+pub use identify::identify_datasets;
+pub use setup::{load_references, verify_datasets, VerifySetup};
+pub use train::{train, TrainOptions, Trained};
+
+/// Where a workflow's lines go: data for stdout, status for stderr (the binary's printer).
+pub struct Lines<'a> {
+    pub data: &'a dyn Fn(&str),
+    pub status: &'a dyn Fn(&str),
+}

@@ -1,0 +1,94 @@
+//! What a verdict is weighed against: the classifier, hspi's own reference answers and the
+//! claim; and a verification over collected answers.
+
+use std::path::{Path, PathBuf};
+
+use hspi_classify::verify::{Verifier, VerifyParams, VerifyReport};
+use hspi_classify::{run_audit, PlatformModel, RecordSource, ReferenceIndex};
+use hspi_datasets::store::load_one_model;
+use hspi_datasets::{PlatformPattern, Record};
+use hspi_reports::report::{Atlas, Context, Report, Spent, Subject};
+
+use crate::error::AuditError;
+
+pub struct VerifySetup {
+    pub model: PlatformModel,
+    pub references: ReferenceIndex,
+    pub reference_dirs: Vec<PathBuf>,
+    pub claim: PlatformPattern,
+    pub params: VerifyParams,
+}
+
+/// Records of reference datasets (none when no directory is given).
+pub fn load_references(dirs: &[PathBuf]) -> Result<Vec<Record>, AuditError> {
+    Ok(if dirs.is_empty() {
+        Vec::new()
+    } else {
+        load_one_model(dirs)?.records
+    })
+}
+
+impl VerifySetup {
+    pub fn load(
+        claim: &str,
+        classifier: &Path,
+        references: &[PathBuf],
+        params: VerifyParams,
+    ) -> Result<VerifySetup, AuditError> {
+        let claim: PlatformPattern = claim.parse()?;
+        let model = PlatformModel::load(classifier)?;
+        let references_index = ReferenceIndex::new(&load_references(references)?);
+        Ok(VerifySetup {
+            model,
+            references: references_index,
+            reference_dirs: references.to_vec(),
+            claim,
+            params,
+        })
+    }
+
+    pub fn verifier(&self) -> Result<Verifier<'_>, AuditError> {
+        Ok(Verifier::new(
+            &self.model,
+            &self.references,
+            self.claim.clone(),
+            self.params.clone(),
+        )?)
+    }
+
+    /// The report context: what was audited, what it cost, what it was weighed against.
+    pub fn context(&self, subject: Subject, spent: Spent) -> Context {
+        let atlas = Atlas::new(
+            Some(self.model.id.clone()),
+            &self.model.classes,
+            &self.reference_dirs,
+        );
+        Context::now(subject, spent, atlas)
+    }
+}
+
+/// Verify the claim over collected answers of one target (`hspi verify DIR...`); the report model
+/// is returned with the verdict for `--report`.
+pub fn verify_datasets(
+    s: &VerifySetup,
+    dirs: &[PathBuf],
+) -> Result<(VerifyReport, Report), AuditError> {
+    let data = load_one_model(dirs)?;
+    let all: Vec<&Record> = data.records.iter().collect();
+    s.model.check_compatible(&data.model, &all)?;
+    let mut source = RecordSource::new(&data.records)?;
+    let report = run_audit(s.verifier()?, &mut source, &mut |_, _| Ok(()))?.report;
+    let subject = Subject {
+        endpoint: data.records.first().map(|r| r.target.clone()),
+        model: data.model.id.clone(),
+        claim: Some(report.claim.clone()),
+    };
+    let spent = Spent {
+        queries: report.queries as u64,
+        requests: report.queries as u64,
+        output_tokens: report.output_tokens,
+        cost: 0.0,
+    };
+    let model = Report::from_verify(s.context(subject, spent), report.clone());
+    Ok((report, model))
+}

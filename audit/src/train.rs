@@ -1,0 +1,71 @@
+//! Fit a platform classifier on labelled datasets and save it.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use hspi_classify::features::FeatureKind;
+use hspi_classify::linear::TrainParams;
+use hspi_classify::{PlatformModel, ReferenceIndex, TrainInput};
+use hspi_datasets::store::load_one_model;
+
+use crate::error::AuditError;
+use crate::setup::load_references;
+
+pub struct TrainOptions<'a> {
+    pub datasets: &'a [PathBuf],
+    pub out: &'a Path,
+    /// None: the evidence mode's default features.
+    pub features: Option<Vec<FeatureKind>>,
+    /// hspi's own answers to the same probes (default: the training datasets).
+    pub references: &'a [PathBuf],
+    pub reference_platforms: Option<Vec<String>>,
+    pub params: TrainParams,
+}
+
+/// The saved model and how training went, in one line.
+pub struct Trained {
+    pub model: PlatformModel,
+    pub summary: String,
+}
+
+pub fn train(o: TrainOptions) -> Result<Trained, AuditError> {
+    let data = load_one_model(o.datasets)?;
+    let kinds = match o.features {
+        Some(k) => k,
+        None => hspi_classify::evidence::detect(&data.records)?.default_features(),
+    };
+    let extra = load_references(o.references)?;
+    let references = ReferenceIndex::new(data.records.iter().chain(&extra));
+    let started = Instant::now();
+    let model = PlatformModel::train(TrainInput {
+        records: &data.records,
+        model: data.model,
+        probe_set_hash: data.probe_set_hash,
+        references: &references,
+        reference_platforms: o.reference_platforms,
+        kinds,
+        params: o.params,
+    })?;
+    model.save(o.out)?;
+    let best = model
+        .validation
+        .scores
+        .iter()
+        .find(|s| s.0 == model.validation.alpha)
+        .map_or(String::new(), |s| {
+            format!(", validation accuracy {:.1} %", s.1 * 100.0)
+        });
+    let summary = format!(
+        "trained {} on {} answers in {:.1} s: {} classes, features {}, alpha {}{best}; open-set threshold {:.2} (held-out: {:.1} % known rejected, {:.1} % unknown accepted)",
+        model.id,
+        model.samples,
+        started.elapsed().as_secs_f64(),
+        model.classes.len(),
+        model.spec.describe(),
+        model.validation.alpha,
+        model.open_set.threshold,
+        model.open_set.known_rejected * 100.0,
+        model.open_set.unknown_accepted * 100.0,
+    );
+    Ok(Trained { model, summary })
+}

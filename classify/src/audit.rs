@@ -39,6 +39,8 @@ pub fn run_audit(
 ) -> Result<AuditOutcome, ClassifyError> {
     let probes = source.probes();
     let ids: Vec<String> = probes.iter().map(|(id, _)| id.clone()).collect();
+    let costs: std::collections::HashMap<&str, u64> =
+        probes.iter().map(|(id, t)| (id.as_str(), *t)).collect();
     let order = if source.fixed_order() {
         ids
     } else {
@@ -46,10 +48,7 @@ pub fn run_audit(
     };
     let mut records = Vec::new();
     for id in order {
-        let cost = probes
-            .iter()
-            .find(|(p, _)| *p == id)
-            .map_or(0, |(_, tokens)| *tokens);
+        let cost = costs.get(id.as_str()).copied().unwrap_or(0);
         if !verifier.can_continue(cost) {
             break;
         }

@@ -16,8 +16,6 @@ pub enum ClassifyError {
     Param(String),
     #[error("unknown feature '{name}' (known: {known})")]
     UnknownFeature { name: String, known: String },
-    #[error("{0}")]
-    Claim(#[from] hspi_datasets::PatternParseError),
     #[error("the answer source failed: {0}")]
     Source(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("fitting the logistic model failed: {0}")]

@@ -21,8 +21,10 @@ pub enum Lookup {
     Matches(Vec<usize>),
 }
 
+/// The hash bit-identical answers share, as the answer's evidence mode defines bit-identity.
 pub fn output_hash(record: &Record) -> String {
-    hex::encode(&Sha256::digest(record.outputs.identity_bytes())[..16])
+    let bytes = crate::evidence::identity_bytes(&record.outputs);
+    hex::encode(&Sha256::digest(bytes)[..16])
 }
 
 impl ExactIndex {

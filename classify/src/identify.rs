@@ -244,13 +244,13 @@ impl PlatformModel {
     /// Classes whose reference platform recomputed every query bit for bit (local
     /// recomputation of unseen probes: the exact path without training on them).
     fn reference_matches(&self, records: &[&Record], refs: &ReferenceIndex) -> Option<Vec<usize>> {
+        let reference_class = self.reference_classes();
         let mut common: Option<Vec<usize>> = None;
         for r in records {
             let classes: Vec<usize> = refs
                 .identical(r)
                 .iter()
-                .filter(|p| self.spec.references.contains(p))
-                .filter_map(|p| self.classes.iter().position(|c| c.has(p)))
+                .filter_map(|p| reference_class.get(p).copied())
                 .collect();
             let next: Vec<usize> = match common {
                 None => classes,

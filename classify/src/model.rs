@@ -35,11 +35,6 @@ impl ClassLabel {
             [] => self.id.clone(),
         }
     }
-
-    /// Whether the platform (its string form, as reference lists keep it) is a member.
-    pub fn has(&self, platform: &str) -> bool {
-        self.members.iter().any(|m| m.to_string() == platform)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,6 +68,22 @@ pub struct TrainInput<'a> {
 }
 
 impl PlatformModel {
+    /// The class of each reference platform of the spec (by its string form, as reference lists
+    /// keep it); computed once per verifier or identification, not per answer.
+    pub fn reference_classes(&self) -> std::collections::HashMap<String, usize> {
+        let member_class: std::collections::HashMap<String, usize> = self
+            .classes
+            .iter()
+            .enumerate()
+            .flat_map(|(c, class)| class.members.iter().map(move |m| (m.to_string(), c)))
+            .collect();
+        self.spec
+            .references
+            .iter()
+            .filter_map(|r| member_class.get(r).map(|c| (r.clone(), *c)))
+            .collect()
+    }
+
     pub fn train(input: TrainInput) -> Result<PlatformModel, ClassifyError> {
         input.params.validate()?;
         if input.kinds.is_empty() {

@@ -156,6 +156,8 @@ pub struct VerifyReport {
 pub struct Verifier<'a> {
     model: &'a PlatformModel,
     refs: &'a ReferenceIndex,
+    /// The class of each reference platform the model reads.
+    reference_class: std::collections::HashMap<String, usize>,
     mode: &'static dyn EvidenceMode,
     claim: PlatformPattern,
     claimed: Vec<usize>,
@@ -199,6 +201,7 @@ impl<'a> Verifier<'a> {
         Ok(Verifier {
             model,
             refs,
+            reference_class: model.reference_classes(),
             mode,
             claim,
             claimed,
@@ -216,16 +219,19 @@ impl<'a> Verifier<'a> {
     /// where most alternative classes' reference answers differ from the claimed class's.
     pub fn order_probes(&self, probes: &[String]) -> Vec<String> {
         let refs = &self.model.spec.references;
+        // Each class's first reference platform, in spec order.
+        let class_reference: Vec<Option<usize>> = (0..self.model.classes.len())
+            .map(|c| {
+                refs.iter()
+                    .position(|r| self.reference_class.get(r) == Some(&c))
+            })
+            .collect();
         let mut scored: Vec<(usize, usize, &String)> = probes
             .iter()
             .enumerate()
             .map(|(i, p)| {
                 let views = self.refs.views(p, refs);
-                let class_view = |c: usize| {
-                    refs.iter()
-                        .position(|r| self.model.classes[c].has(r))
-                        .and_then(|j| views[j].clone())
-                };
+                let class_view = |c: usize| class_reference[c].and_then(|j| views[j].clone());
                 let claimed: Vec<_> = self.claimed.iter().filter_map(|c| class_view(*c)).collect();
                 let separated = (0..self.model.classes.len())
                     .filter(|c| !self.claimed.contains(c))
@@ -277,8 +283,7 @@ impl<'a> Verifier<'a> {
                     .refs
                     .identical(record)
                     .iter()
-                    .filter(|p| self.model.spec.references.contains(p))
-                    .filter_map(|p| self.model.classes.iter().position(|c| c.has(p)))
+                    .filter_map(|p| self.reference_class.get(p).copied())
                     .collect();
                 (!m.is_empty()).then_some(("reference-match", m))
             }

@@ -36,8 +36,6 @@ pub enum ProbeError {
         spec: String,
         model: String,
     },
-    #[error("probe {probe} in {spec} is not a text prompt\nhint: write endpoint probes with `hspi probe prompts`")]
-    NotAPrompt { probe: String, spec: String },
     #[error("{path}: probes {first} and {index} are the same input (id {id}); a probe set holds each input once")]
     Duplicate {
         path: PathBuf,

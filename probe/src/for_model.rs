@@ -46,29 +46,18 @@ pub fn for_model(model: &Model, spec: &str, seed: u64) -> Result<ProbeSet, Probe
 }
 
 /// Endpoint prompts: `spec` is a count of generated prompts (`max_tokens`, `top_logprobs` each)
-/// or the path of a probe-set file of prompts.
+/// or the path of a probe-set file (the endpoint session checks that it holds prompts).
 pub fn prompts_for(
     spec: &str,
     seed: u64,
     max_tokens: u32,
     top_logprobs: u32,
 ) -> Result<ProbeSet, ProbeError> {
-    let set = match spec.parse::<usize>() {
-        Ok(0) => return Err(ProbeError::NoProbes),
-        Ok(n) => crate::prompts(seed, n, max_tokens, top_logprobs),
-        Err(_) => crate::read_probe_set(Path::new(spec))?,
-    };
-    if let Some(p) = set
-        .probes
-        .iter()
-        .find(|p| !matches!(p.input, ProbeInput::Prompt { .. }))
-    {
-        return Err(ProbeError::NotAPrompt {
-            probe: p.id.clone(),
-            spec: spec.into(),
-        });
+    match spec.parse::<usize>() {
+        Ok(0) => Err(ProbeError::NoProbes),
+        Ok(n) => Ok(crate::prompts(seed, n, max_tokens, top_logprobs)),
+        Err(_) => crate::read_probe_set(Path::new(spec)),
     }
-    Ok(set)
 }
 
 /// `count` seeded random probes for a model; only its input shape matters, so SmolLM2 needs no

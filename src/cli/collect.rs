@@ -60,7 +60,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         let a = ShardAssignment::read(&plan, shard_index(args.shard)?)?;
         printer::status(&a.to_string());
         args.model = a.model;
-        args.platforms = a.platforms;
+        args.platforms = a.platforms.join(",");
         args.probes = a.probes.display().to_string();
         args.out = a.out;
         args.resume = a.resume;

@@ -52,6 +52,15 @@ pub fn detect(records: &[Record]) -> Result<&'static dyn EvidenceMode, ClassifyE
         })
 }
 
+/// What bit-identity of one answer is: the bytes its evidence mode compares (the outputs'
+/// own identity bytes when no mode carries them).
+pub fn identity_bytes(outputs: &Outputs) -> Vec<u8> {
+    match modes().iter().find(|m| m.carries(outputs)) {
+        Some(mode) => mode.identity_bytes(outputs),
+        None => outputs.identity_bytes(),
+    }
+}
+
 /// The mode a trained model's features read (its spec's output kind).
 pub fn for_output_kind(kind: &str) -> Result<&'static dyn EvidenceMode, ClassifyError> {
     modes()

@@ -39,12 +39,6 @@ pub struct HttpTarget {
     pub require_logprobs: bool,
 }
 
-/// One attempt's worst case, held until the answer's usage is known.
-struct Reservation {
-    held: u32,
-    worst: (u64, u64),
-}
-
 impl HttpTarget {
     pub fn target_id(url: &str, model: &str) -> String {
         format!("{url}#{model}")
@@ -71,21 +65,19 @@ impl HttpTarget {
         let mut replayed = self.journal.replay(&key);
         let mut parsed = None;
         for _ in 0..=MALFORMED_REFETCHES {
-            let (raw, reservation) = match replayed.take() {
-                Some(raw) => (raw, None),
-                None => {
-                    let (raw, r) = self.fetch(&key, &body, worst)?;
-                    (raw, Some(r))
-                }
+            let (raw, held) = match replayed.take() {
+                Some(raw) => (raw, false),
+                None => self.fetch(&key, &body, worst)?,
             };
             if !raw.is_success() {
                 let body: String = raw.body.chars().take(200).collect();
                 return Err(http_err(format!("HTTP {}: {body}", raw.status)));
             }
             let attempt = self.shape.parse(&raw.body);
-            if let Some(r) = reservation {
-                let used = attempt.as_ref().ok().and_then(|p| p.usage.clone());
-                self.settle(r, used.map(|u| (u.prompt_tokens, u.completion_tokens)));
+            if held {
+                let used = attempt.as_ref().ok().and_then(|p| p.usage.as_ref());
+                let used = used.map(|u| (u.prompt_tokens, u.completion_tokens));
+                self.budget.settle(worst, used);
             }
             let ok = attempt.is_ok();
             parsed = Some(attempt);
@@ -125,14 +117,9 @@ impl HttpTarget {
 
     /// Send under the budget, journal the answer before anything reads it. Every attempt sent
     /// holds a reservation; all but a successful last one settle here to no tokens spent (a
-    /// refused or failed request returns none), the request itself counting. The last one is
-    /// returned, to be settled from the parsed answer's usage.
-    fn fetch(
-        &self,
-        key: &str,
-        body: &str,
-        worst: (u64, u64),
-    ) -> Result<(RawResponse, Reservation)> {
+    /// refused or failed request returns none), the request itself counting. Returns whether a
+    /// successful answer's reservation is still held, to be settled from its parsed usage.
+    fn fetch(&self, key: &str, body: &str, worst: (u64, u64)) -> Result<(RawResponse, bool)> {
         let reservations = std::cell::Cell::new(0u32);
         let may_send = || -> std::result::Result<(), BudgetReached> {
             self.budget.reserve(worst.0, worst.1)?;
@@ -147,13 +134,9 @@ impl HttpTarget {
         } else {
             held
         };
-        self.settle(
-            Reservation {
-                held: failed,
-                worst,
-            },
-            Some((0, 0)),
-        );
+        for _ in 0..failed {
+            self.budget.settle(worst, Some((0, 0)));
+        }
         let raw = attempts.result.map_err(|e| match e {
             SendError::Budget { reached, after } => CollectError::Budget { reached, after },
             other => CollectError::Http {
@@ -168,18 +151,7 @@ impl HttpTarget {
             response: raw.clone(),
             at_unix: unix_now(),
         })?;
-        let last = Reservation {
-            held: u32::from(answered),
-            worst,
-        };
-        Ok((raw, last))
-    }
-
-    /// Replace held reservations' worst case by what was used (`None`: the worst case stands).
-    fn settle(&self, r: Reservation, used: Option<(u64, u64)>) {
-        for _ in 0..r.held {
-            self.budget.settle(r.worst, used);
-        }
+        Ok((raw, answered && held > 0))
     }
 }
 

@@ -177,18 +177,6 @@ impl EndpointSession {
         (result, budget.spent())
     }
 
-    /// The most output tokens a probe may cost.
-    pub fn max_tokens(&self, probe_id: &str) -> u64 {
-        self.probes
-            .probes
-            .iter()
-            .find(|p| p.id == probe_id)
-            .map_or(0, |p| match &p.input {
-                ProbeInput::Prompt { params, .. } => u64::from(params.max_tokens),
-                _ => 0,
-            })
-    }
-
     /// Ask one probe and store its answer (once) before returning it.
     pub fn ask(&mut self, probe_id: &str) -> Result<Record> {
         let probe = self

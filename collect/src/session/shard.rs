@@ -12,8 +12,7 @@ pub struct ShardAssignment {
     pub shards: usize,
     pub node: String,
     pub model: String,
-    /// Comma-separated platform strings.
-    pub platforms: String,
+    pub platforms: Vec<String>,
     pub probes: PathBuf,
     pub out: PathBuf,
     /// The shard's dataset exists already: continue it.
@@ -31,7 +30,7 @@ impl ShardAssignment {
             shards: plan.shards.len(),
             node: shard.node.clone(),
             model: plan.model.clone(),
-            platforms: shard.platforms.join(","),
+            platforms: shard.platforms.clone(),
             probes: base.join(&plan.probes),
             resume: out.join(hspi_datasets::store::MANIFEST).exists(),
             out,
@@ -67,7 +66,7 @@ impl std::fmt::Display for ShardAssignment {
             "shard {} of {}: {} platforms on a {} node into {}",
             self.index,
             self.shards,
-            self.platforms.split(',').count(),
+            self.platforms.len(),
             self.node,
             self.out.display()
         )

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use hspi_collect::backend::image_backend;
+use hspi_collect::backend::image_runner;
 use hspi_collect::zoo::cnn_digits;
 use hspi_datasets::ProbeInput;
 
@@ -38,7 +38,7 @@ fn main() {
     // loop is timed both ways and hspi compared with the faster.
     let (mut hspi, mut bare_default, mut bare_single) =
         (f64::INFINITY, f64::INFINITY, f64::INFINITY);
-    let backend = image_backend(&platform, &model).unwrap();
+    let backend = image_runner(&platform, &model).unwrap();
     let bare_loop = || {
         let started = Instant::now();
         let mut sink = 0u32;
@@ -51,7 +51,7 @@ fn main() {
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut workers: Vec<_> = (0..cores)
-        .map(|_| image_backend(&platform, &model).unwrap())
+        .map(|_| image_runner(&platform, &model).unwrap())
         .collect();
     let mut bare_parallel_loop = || {
         let started = Instant::now();

@@ -32,7 +32,7 @@ pub fn demo(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
         o.probes
     ));
     let model = Model::load(ModelId::CnnDigits, None)?;
-    let platforms = grid::default_grid(&model);
+    let platforms = grid::default_grid(model.id());
     let probes = hspi_probe::for_model(&model, &o.probes.to_string(), 1)?;
     let done = collect_local(
         &model,
@@ -97,7 +97,7 @@ fn collect_from(
 /// false claim (f32) and the true one (bf16).
 fn demo_audit(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
     let out = &o.out;
-    let grid = grid::tiny_lm_grid();
+    let grid = grid::default_grid(ModelId::TinyLm);
     let bf16 = grid
         .iter()
         .find(|p| p.format == NumericFormat::Bf16)

@@ -39,6 +39,18 @@ pub enum CollectError {
         model: String,
         reason: String,
     },
+    #[error("the {backend} backend does not run {model}: {reason}")]
+    NotRunHere {
+        backend: &'static str,
+        model: String,
+        reason: String,
+    },
+    #[error("the runner at {platform} computes {expected}, not {got}")]
+    WrongInput {
+        platform: String,
+        expected: &'static str,
+        got: &'static str,
+    },
     #[error("--platforms '{0}' names no platform")]
     NoPlatforms(String),
     #[error("no CUDA driver found; build with --features cuda on a machine with an NVIDIA GPU")]

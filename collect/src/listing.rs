@@ -1,107 +1,138 @@
-//! What this machine can run, per model (`hspi platforms`): the CPU path, the GPUs and their
-//! provenance, and every model's platforms.
+//! What this machine can run, per model and backend (`hspi platforms`): the CPU path, the GPUs
+//! and their provenance, and every backend's platforms or why it has none.
 
 use hspi_datasets::GpuInfo;
 use serde_json::json;
 
-use crate::backend::{cuda_devices, cuda_platforms, cuda_unavailable};
-use crate::grid;
-use crate::zoo::smollm2;
+use crate::backend::BACKENDS;
+use crate::zoo::{smollm2, ModelId};
+
+/// One backend's platforms for one model, or why it runs none here.
+pub struct BackendListing {
+    pub backend: &'static str,
+    pub in_default_grid: bool,
+    pub platforms: Result<Vec<String>, String>,
+}
+
+pub struct ModelListing {
+    pub model: ModelId,
+    pub backends: Vec<BackendListing>,
+}
+
+impl ModelListing {
+    /// The default grid's size: what `--platforms default` collects.
+    fn default_count(&self) -> usize {
+        self.backends
+            .iter()
+            .filter(|b| b.in_default_grid)
+            .filter_map(|b| b.platforms.as_ref().ok())
+            .map(Vec::len)
+            .sum()
+    }
+}
 
 pub struct Listing {
     pub isa: &'static str,
     pub gpus: Vec<GpuInfo>,
-    pub image: Vec<String>,
-    pub cuda: Vec<String>,
-    pub tiny: Vec<String>,
-    pub lm: Vec<String>,
+    pub models: Vec<ModelListing>,
     pub lm_weights: Option<std::path::PathBuf>,
-}
-
-fn strings(platforms: Vec<hspi_datasets::Platform>) -> Vec<String> {
-    platforms.iter().map(ToString::to_string).collect()
 }
 
 impl Listing {
     pub fn detect() -> Listing {
+        let mut gpus = Vec::new();
+        for backend in BACKENDS {
+            gpus.extend(backend.gpus());
+        }
+        let models = ModelId::ALL
+            .into_iter()
+            .map(|model| ModelListing {
+                model,
+                backends: BACKENDS
+                    .iter()
+                    .map(|b| BackendListing {
+                        backend: b.name(),
+                        in_default_grid: b.in_default_grid(),
+                        platforms: b
+                            .platforms(model)
+                            .map(|list| list.iter().map(ToString::to_string).collect())
+                            .map_err(|e| e.to_string()),
+                    })
+                    .collect(),
+            })
+            .collect();
         Listing {
             isa: hspi_datasets::provenance::isa_path(),
-            gpus: cuda_devices(),
-            image: strings(grid::image_grid()),
-            cuda: strings(cuda_platforms()),
-            tiny: strings(grid::tiny_lm_grid()),
-            lm: strings(grid::lm_grid()),
+            gpus,
+            models,
             lm_weights: smollm2::weights_path(None).ok(),
         }
     }
 
     pub fn json(&self) -> serde_json::Value {
+        let models: serde_json::Map<String, serde_json::Value> = self
+            .models
+            .iter()
+            .map(|m| {
+                let backends: serde_json::Map<String, serde_json::Value> = m
+                    .backends
+                    .iter()
+                    .map(|b| {
+                        let value = match &b.platforms {
+                            Ok(list) => {
+                                json!({ "platforms": list, "default_grid": b.in_default_grid })
+                            }
+                            Err(why) => json!({ "unavailable": why }),
+                        };
+                        (b.backend.to_string(), value)
+                    })
+                    .collect();
+                (m.model.name().to_string(), json!({ "backends": backends }))
+            })
+            .collect();
         json!({
             "cpu_isa": self.isa,
             "gpus": self.gpus,
-            "models": {
-                "cnn-digits": self.image,
-                "cnn-digits-cuda": self.cuda,
-                "tiny-lm": self.tiny,
-                "smollm2": { "platforms": self.lm, "weights": self.lm_weights },
-                "smollm2-cuda": self.cuda,
-            }
+            "models": models,
+            "smollm2_weights": self.lm_weights,
         })
     }
 
     pub fn text(&self) -> String {
         let mut out = format!("CPU path: cpu-{}\n", self.isa);
         if self.gpus.is_empty() {
-            let why = cuda_unavailable().unwrap_or_else(|| "the driver reports no GPU".into());
-            out.push_str(&format!("GPUs: none usable ({why})\n"));
+            out.push_str("GPUs: none usable\n");
         }
         for gpu in &self.gpus {
-            out.push_str(&format!(
-                "GPU: {} (sm {}.{}, {} SMs, {:.1} GiB), driver {}, CUDA runtime {}, cuBLAS {}, NVRTC {}\n",
-                gpu.name,
-                gpu.compute_capability.0,
-                gpu.compute_capability.1,
-                gpu.sm_count,
-                gpu.memory_bytes as f64 / (1u64 << 30) as f64,
-                gpu.driver_version,
-                gpu.cuda_runtime_version,
-                gpu.cublas_version,
-                gpu.nvrtc_version
-            ));
+            out.push_str(&format!("GPU: {gpu}\n"));
         }
-        let mut group = |title: String, list: &[String]| {
-            out.push_str(&title);
-            list.iter().for_each(|p| out.push_str(&format!("  {p}\n")));
-        };
-        if !self.cuda.is_empty() {
-            group(
-                format!(
-                    "\ncnn-digits and smollm2 on the GPU ({} platforms, --platforms cuda):\n",
-                    self.cuda.len()
-                ),
-                &self.cuda,
-            );
-        }
-        group(
-            format!(
-                "\ncnn-digits ({} platforms, the default grid):\n",
-                self.image.len()
-            ),
-            &self.image,
-        );
-        group(
-            format!("\ntiny-lm ({} platforms):\n", self.tiny.len()),
-            &self.tiny,
-        );
-        group(
-            format!("\nsmollm2 ({} platforms):\n", self.lm.len()),
-            &self.lm,
-        );
-        if self.lm_weights.is_none() {
+        for m in &self.models {
             out.push_str(&format!(
-                "  (weights not cached: run `{}`)\n",
-                smollm2::FETCH_COMMAND
+                "\n{} ({} platforms in the default grid):\n",
+                m.model.name(),
+                m.default_count()
             ));
+            for b in &m.backends {
+                match &b.platforms {
+                    Ok(list) => {
+                        out.push_str(&format!(
+                            "  {} ({} platforms, --platforms {}):\n",
+                            b.backend,
+                            list.len(),
+                            b.backend
+                        ));
+                        list.iter()
+                            .for_each(|p| out.push_str(&format!("    {p}\n")));
+                    }
+                    Err(why) => out.push_str(&format!("  {}: none here ({why})\n", b.backend)),
+                }
+            }
+            if m.model == ModelId::SmolLm2 && self.lm_weights.is_none() {
+                out.push_str(&format!(
+                    "  (weights not cached: run `{}`)\n",
+                    smollm2::FETCH_COMMAND
+                ));
+            }
         }
         out
     }

@@ -15,9 +15,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde_json::{json, Value};
 
+use crate::backend::TinyLmRunner;
 use crate::error::{CollectError, Result};
-use crate::grid::candle_dtype;
-use crate::zoo::{tiny_lm, TinyLm, TinyLmRunner};
+use crate::zoo::{tiny_lm, TinyLm};
 
 const MAX_BODY: usize = 1 << 20;
 
@@ -59,7 +59,7 @@ impl Drop for ServerHandle {
 /// Serve `lm` at `platform` on `addr` (port 0 picks a free port).
 pub fn start(lm: TinyLm, platform: &Platform, addr: &str) -> Result<ServerHandle> {
     crate::target::check_local(&crate::Model::Tiny(lm.clone()), platform)?;
-    let runner = TinyLmRunner::new(&lm, candle_dtype(platform.format))?;
+    let runner = TinyLmRunner::new(&lm, platform.format)?;
     let server = tiny_http::Server::http(addr).map_err(|e| CollectError::Http {
         url: addr.into(),
         reason: format!("cannot listen: {e}"),

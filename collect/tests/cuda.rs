@@ -4,19 +4,21 @@
 //! say so, rather than passing without having checked anything.
 #![cfg(feature = "cuda")]
 
-use hspi_collect::backend::{cuda_devices, cuda_platforms, image_backend};
+use hspi_collect::backend::{image_runner, named, Backend};
 use hspi_collect::zoo::cnn_digits;
+use hspi_collect::ModelId;
 use hspi_datasets::{top_label, Accumulator, NumericFormat, Platform};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+fn cuda() -> &'static dyn Backend {
+    named("cuda").expect("the cuda backend is registered")
+}
+
 fn platforms() -> Vec<Platform> {
-    let platforms = cuda_platforms();
-    assert!(
-        !platforms.is_empty(),
-        "these tests need an NVIDIA GPU with its driver, libcublas and libnvrtc on the library path"
-    );
-    platforms
+    cuda().platforms(ModelId::CnnDigits).unwrap_or_else(|e| {
+        panic!("these tests need an NVIDIA GPU with its driver, libcublas and libnvrtc on the library path: {e}")
+    })
 }
 
 /// 8-bit images as the probes are: k/255.
@@ -34,7 +36,7 @@ fn images(n: usize, seed: u64) -> Vec<Vec<f32>> {
 
 fn run(platform: &Platform, inputs: &[Vec<f32>]) -> Vec<Vec<f32>> {
     let model = cnn_digits::embedded();
-    let backend = image_backend(platform, &model).unwrap_or_else(|e| panic!("{platform}: {e}"));
+    let backend = image_runner(platform, &model).unwrap_or_else(|e| panic!("{platform}: {e}"));
     let bs = platform.batch_size as usize;
     inputs
         .chunks(bs)
@@ -94,7 +96,7 @@ fn assert_close(
 
 #[test]
 fn the_gpu_reports_its_provenance() {
-    let gpus = cuda_devices();
+    let gpus = cuda().gpus();
     assert!(!gpus.is_empty(), "no GPU found");
     for gpu in gpus {
         assert!(!gpu.name.is_empty());
@@ -179,9 +181,11 @@ fn precision_accumulator_and_batch_size_change_the_bits() {
 /// on the CPU, both from the same dequantised GGUF matrices.
 #[test]
 fn smollm2_on_the_gpu_agrees_with_candle_on_the_cpu() {
-    use hspi_collect::backend::CudaLm;
-    use hspi_collect::zoo::{smollm2, QuantizedLm};
+    use hspi_collect::backend::{open, Batch, QuantizedLm};
+    use hspi_collect::zoo::smollm2;
+    use hspi_collect::Model;
     let path = smollm2::weights_path(None).expect("SmolLM2 weights: run `hspi fetch smollm2`");
+    let model = Model::load(ModelId::SmolLm2, Some(&path)).unwrap();
     let prompts: Vec<Vec<u32>> = (0..8u32)
         .map(|i| (0..5 + 3 * i).map(|j| 100 + 37 * i + 11 * j).collect())
         .collect();
@@ -197,10 +201,11 @@ fn smollm2_on_the_gpu_agrees_with_candle_on_the_cpu() {
         .collect();
     let mut bs1_f32 = None;
     for platform in gpu_platforms {
-        let lm = CudaLm::load(&path, &platform).unwrap_or_else(|e| panic!("{platform}: {e}"));
+        let mut lm = open(&model, &platform).unwrap_or_else(|e| panic!("{platform}: {e}"));
+        assert_eq!(lm.batch_size(), platform.batch_size as usize);
         let got: Vec<Vec<f32>> = refs
             .chunks(platform.batch_size as usize)
-            .flat_map(|batch| lm.next_token_logits(batch).unwrap())
+            .flat_map(|batch| lm.forward(Batch::Tokens(batch)).unwrap())
             .collect();
         assert_eq!(got.len(), 8);
         assert!(got.iter().all(|l| l.len() == want[0].len()), "{platform}");
@@ -219,8 +224,8 @@ fn smollm2_on_the_gpu_agrees_with_candle_on_the_cpu() {
         .into_iter()
         .find(|p| p.format == NumericFormat::F32 && p.kernel.is_none() && p.batch_size == 8)
         .unwrap();
-    let lm = CudaLm::load(&path, &f32_bs8).unwrap();
-    let packed = lm.next_token_logits(&refs).unwrap();
+    let mut lm = open(&model, &f32_bs8).unwrap();
+    let packed = lm.forward(Batch::Tokens(&refs)).unwrap();
     let alone = bs1_f32.unwrap();
     assert!(relative_error(&packed, &alone) < 1e-5);
 }

@@ -32,6 +32,25 @@ pub struct GpuInfo {
     pub nvrtc_version: String,
 }
 
+impl std::fmt::Display for GpuInfo {
+    /// One line, as `hspi platforms` prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (sm {}.{}, {} SMs, {:.1} GiB), driver {}, CUDA runtime {}, cuBLAS {}, NVRTC {}",
+            self.name,
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.sm_count,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.driver_version,
+            self.cuda_runtime_version,
+            self.cublas_version,
+            self.nvrtc_version
+        )
+    }
+}
+
 impl HostProvenance {
     /// Read this machine's provenance. `engines` comes from the caller, which knows what it links.
     pub fn detect(engines: Vec<(String, String)>) -> HostProvenance {

@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use hspi_collect::backend::image_backend;
-use hspi_collect::grid::image_grid;
+use hspi_collect::backend::image_runner;
+use hspi_collect::grid::default_grid;
 use hspi_collect::zoo::cnn_digits;
+use hspi_collect::ModelId;
 use hspi_datasets::ProbeInput;
 use hspi_probe::border::{find_border, BorderConfig, Surrogate};
 
@@ -30,8 +31,8 @@ fn main() {
         .collect();
     let mut classes: BTreeMap<Vec<u32>, Vec<String>> = BTreeMap::new();
     let mut representatives = Vec::new();
-    for platform in image_grid() {
-        let backend = image_backend(&platform, &model).expect("grid platforms run here");
+    for platform in default_grid(ModelId::CnnDigits) {
+        let backend = image_runner(&platform, &model).expect("grid platforms run here");
         let bits: Vec<u32> = backend
             .forward(&inputs)
             .unwrap()

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use hspi_datasets::NumericFormat;
 
+use hspi_collect::backend::QuantizedLm;
 use hspi_collect::zoo::bpe::Bpe;
-use hspi_collect::zoo::QuantizedLm;
 use hspi_collect::Result;
 
 /// Greedy next token and top-2 logit gap of each prompt at one format.

@@ -77,8 +77,8 @@ pub fn stress_for(id: ModelId, count: usize, seed: u64) -> Result<ProbeSet, Prob
         Model::Tiny(lm) => {
             // Ten candidates per prompt kept, scored on the f32 reference.
             let candidates = crate::prompts(seed, count * 10, 8, 5);
-            let f32 = hspi_collect::grid::candle_dtype(hspi_datasets::NumericFormat::F32);
-            let runner = hspi_collect::zoo::TinyLmRunner::new(&lm, f32)?;
+            let f32 = hspi_datasets::NumericFormat::F32;
+            let runner = hspi_collect::backend::TinyLmRunner::new(&lm, f32)?;
             Ok(crate::near_tie::near_tied(&lm, &runner, &candidates, count)?)
         }
         Model::Lm { .. } => Err(ProbeError::Unusable {

@@ -4,7 +4,8 @@
 
 use hspi_datasets::{Probe, ProbeInput, ProbeSet};
 
-use hspi_collect::zoo::{TinyLm, TinyLmRunner};
+use hspi_collect::backend::TinyLmRunner;
+use hspi_collect::zoo::TinyLm;
 use hspi_collect::{CollectError, Result};
 
 /// The gap between the two largest logits.
@@ -67,7 +68,7 @@ mod tests {
 #[cfg(test)]
 mod measured {
     use super::*;
-    use candle_core::DType;
+    use hspi_datasets::NumericFormat;
 
     fn flips(lm: &TinyLm, a: &TinyLmRunner, b: &TinyLmRunner, set: &ProbeSet) -> usize {
         let argmax = |v: Vec<f32>| (0..v.len()).max_by(|i, j| v[*i].total_cmp(&v[*j])).unwrap();
@@ -87,8 +88,8 @@ mod measured {
     #[test]
     fn near_tied_prompts_flip_the_greedy_token_between_formats_more_often() {
         let lm = TinyLm::embedded();
-        let f32r = TinyLmRunner::new(&lm, DType::F32).unwrap();
-        let bf16r = TinyLmRunner::new(&lm, DType::BF16).unwrap();
+        let f32r = TinyLmRunner::new(&lm, NumericFormat::F32).unwrap();
+        let bf16r = TinyLmRunner::new(&lm, NumericFormat::Bf16).unwrap();
         let candidates = crate::prompts(11, 600, 8, 5);
         let near = near_tied(&lm, &f32r, &candidates, 40).unwrap();
         let plain = ProbeSet {

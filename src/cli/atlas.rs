@@ -17,8 +17,8 @@ pub enum Command {
     Plan {
         #[arg(long, default_value = "cnn-digits")]
         model: String,
-        /// `default`, `candle`, `cuda` or a comma-separated list of platform strings (CUDA
-        /// platforms get GPU shards).
+        /// As `collect --platforms`: platform strings and groups (`default`, `candle`,
+        /// `emulated`, `cuda`); GPU platforms get GPU shards.
         #[arg(long, default_value = "default")]
         platforms: String,
         /// A number of seeded random probes, or a probe-set file.
@@ -81,7 +81,7 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
         } => {
             let m = Model::load(ModelId::parse(&model)?, None)?;
             // Platforms are listed as asked, not checked here: the plan is for other machines.
-            let list = grid::parse_platforms(&platforms, &m)?;
+            let list = grid::parse_platforms(&platforms, m.id())?;
             let set = hspi_probe::for_model(&m, &probes, seed)?;
             let plan = Plan::new(&model, &set, &list, shards)?;
             std::fs::create_dir_all(out.join("logs"))

@@ -14,8 +14,8 @@ pub struct Args {
     /// With --endpoint: the model name to ask the endpoint for.
     #[arg(long, default_value = "cnn-digits")]
     pub model: String,
-    /// Comma-separated platform strings and groups: `default` (the CPU grid), `candle` (its candle
-    /// platforms), `cuda` (every cuBLAS precision and batch size on each GPU here).
+    /// Comma-separated platform strings and groups: `default` (the CPU grid) or a backend's name
+    /// (`candle`, `emulated`, `cuda`: all it runs the model at here; `hspi platforms` lists them).
     #[arg(long, default_value = "default")]
     pub platforms: String,
     /// A number of seeded random probes, or a probe-set file from `hspi probe`.
@@ -82,7 +82,7 @@ pub fn command_line() -> String {
 
 pub fn collect_local(args: &Args) -> anyhow::Result<LocalSummary> {
     let model = Model::load(ModelId::parse(&args.model)?, args.weights.as_deref())?;
-    let platforms = grid::platforms_to_run(&args.platforms, &model)?;
+    let platforms = grid::platforms_to_run(&args.platforms, model.id())?;
     let probes = hspi_probe::for_model(&model, &args.probes, args.seed)?;
     let done = session::collect_local(
         &model,

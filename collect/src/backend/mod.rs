@@ -1,31 +1,180 @@
-//! Backends compute a zoo model at one platform. One backend per file; `image_backend` is the one
-//! place that maps a platform to its backend.
+//! Backends compute zoo models on this machine: candle's CPU kernels, emulated GPU kernels, and
+//! NVIDIA GPUs through cuBLAS (a stand-in that says why when the `cuda` feature is off). One
+//! backend per module, registered once in [`BACKENDS`]; [`backend_for`] is the one place that
+//! maps a platform to its backend. Everything else — the capability check, the platform groups
+//! of `--platforms`, the default grid, the GPUs in a session's provenance — asks the registry.
 
-mod candle_cpu;
+pub mod candle_cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
 #[cfg(not(feature = "cuda"))]
 #[path = "cuda_stub.rs"]
 mod cuda;
 pub mod emulated;
+mod runner;
 
 pub use crate::zoo::{forward_layers, CandleLayer};
-pub use candle_cpu::CandleCpu;
-pub use cuda::{
-    check as cuda_check, cuda_devices, cuda_platforms, unavailable_reason as cuda_unavailable,
-    CudaImage, CudaLm,
-};
+pub use candle_cpu::{CandleCpu, QuantizedLm, TinyLmRunner};
+pub use cuda::Cuda;
 pub use emulated::Emulated;
+pub use runner::{Batch, ImagePool, ImageRunner, Runner};
 
-use hspi_datasets::{EngineKind, Hardware, Platform};
+use hspi_datasets::{GpuInfo, Hardware, Platform};
 
 use crate::error::{CollectError, Result};
-use crate::zoo::ImageModel;
+use crate::zoo::{ImageModel, Model, ModelId};
 
-/// Runs an image classifier: a batch of flattened [C,H,W] inputs in, one logit vector per input out.
-pub trait ImageBackend: Send {
-    fn platform(&self) -> &Platform;
-    fn forward(&self, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>>;
+/// A way of computing zoo models here. Adding one: a module implementing this trait, and one
+/// line in [`BACKENDS`] (see CONTRIBUTING.md).
+pub trait Backend: Sync {
+    /// Its name, which is also its group in `--platforms` (`candle`, `emulated`, `cuda`).
+    fn name(&self) -> &'static str;
+    /// Whether `platform` is computed by this backend (by hardware kind and engine), whether or
+    /// not this machine can run it.
+    fn owns(&self, platform: &Platform) -> bool;
+    /// The platforms it runs `model` at on this machine, or why it runs none.
+    fn platforms(&self, model: ModelId) -> Result<Vec<Platform>>;
+    /// Whether its platforms are part of `hspi collect`'s default grid.
+    fn in_default_grid(&self) -> bool {
+        true
+    }
+    /// Whether this machine can run `model` at `platform`, loading nothing heavy.
+    fn check(&self, model: &Model, platform: &Platform) -> Result<()>;
+    /// An image model at `platform`: one runner per worker thread.
+    fn image_runner(
+        &self,
+        model: &ImageModel,
+        platform: &Platform,
+    ) -> Result<Box<dyn ImageRunner>> {
+        Err(runs_no(self.name(), platform, "image", &model.id))
+    }
+    /// A language model at `platform` (its weights load here).
+    fn lm_runner(&self, model: &Model, platform: &Platform) -> Result<Box<dyn Runner>> {
+        Err(runs_no(self.name(), platform, "language", &model.info().id))
+    }
+    /// Whether independent image batches may run on several cores at once (when the kernels
+    /// themselves run on one thread, as `hspi collect` sets them).
+    fn parallel_images(&self) -> bool {
+        true
+    }
+    /// The GPUs its platforms run on, for a session's provenance.
+    fn gpus(&self) -> Vec<GpuInfo> {
+        Vec::new()
+    }
+}
+
+fn runs_no(backend: &str, platform: &Platform, kind: &str, model: &str) -> CollectError {
+    CollectError::Unsupported {
+        platform: platform.to_string(),
+        model: model.into(),
+        reason: format!("the {backend} backend runs no {kind} models"),
+    }
+}
+
+/// Every backend, in the order of the default grid.
+pub static BACKENDS: [&dyn Backend; 3] = [&CandleCpu, &Emulated, &Cuda];
+
+/// The backend that computes `platform`, if any does.
+pub fn backend_for(platform: &Platform) -> Option<&'static dyn Backend> {
+    BACKENDS.iter().copied().find(|b| b.owns(platform))
+}
+
+/// The backend named `name` (a `--platforms` group).
+pub fn named(name: &str) -> Option<&'static dyn Backend> {
+    BACKENDS.iter().copied().find(|b| b.name() == name)
+}
+
+fn owner(model: &str, platform: &Platform) -> Result<&'static dyn Backend> {
+    backend_for(platform).ok_or_else(|| CollectError::Unsupported {
+        platform: platform.to_string(),
+        model: model.into(),
+        reason: "no local backend runs this engine on this hardware".into(),
+    })
+}
+
+/// Whether this machine can run `model` at `platform`, without loading anything heavy.
+pub fn check(model: &Model, platform: &Platform) -> Result<()> {
+    owner(&model.info().id, platform)?.check(model, platform)
+}
+
+/// `model` loaded at `platform`. Image models get one runner per worker (see
+/// [`prefer_single_threaded_kernels`]); language models are checked before their weights load.
+pub fn open(model: &Model, platform: &Platform) -> Result<Box<dyn Runner>> {
+    let backend = owner(&model.info().id, platform)?;
+    match model {
+        Model::Image(m) => {
+            let workers = if backend.parallel_images() {
+                image_workers()
+            } else {
+                1
+            };
+            Ok(Box::new(ImagePool {
+                workers: (0..workers)
+                    .map(|_| backend.image_runner(m, platform))
+                    .collect::<Result<_>>()?,
+            }))
+        }
+        _ => {
+            backend.check(model, platform)?;
+            backend.lm_runner(model, platform)
+        }
+    }
+}
+
+/// One image runner at `platform`, for callers that drive it themselves (the border search).
+pub fn image_runner(platform: &Platform, model: &ImageModel) -> Result<Box<dyn ImageRunner>> {
+    owner(&model.id, platform)?.image_runner(model, platform)
+}
+
+/// The GPUs the given platforms run on, for a collection session's provenance.
+pub fn gpus_for(platforms: &[Platform]) -> Vec<GpuInfo> {
+    let mut gpus: Vec<GpuInfo> = Vec::new();
+    for backend in BACKENDS {
+        if platforms.iter().any(|p| backend.owns(p)) {
+            gpus.extend(backend.gpus());
+        }
+    }
+    gpus
+}
+
+/// The default grid of `hspi collect`: every default backend's platforms for `model`, skipping
+/// backends that do not run it.
+pub fn default_grid(model: ModelId) -> Vec<Platform> {
+    BACKENDS
+        .iter()
+        .filter(|b| b.in_default_grid())
+        .filter_map(|b| b.platforms(model).ok())
+        .flatten()
+        .collect()
+}
+
+/// A CPU platform runs here only on this machine's CPU path: the ISA is part of the platform.
+pub(crate) fn on_this_cpu(platform: &Platform, model: &str) -> Result<()> {
+    let here = hspi_datasets::provenance::isa_path();
+    match &platform.hardware {
+        Hardware::Cpu { isa } if isa != here => Err(CollectError::Unsupported {
+            platform: platform.to_string(),
+            model: model.into(),
+            reason: format!("this machine's CPU path is {here}, not {isa}"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// What `lm_runner` answers when handed an image model ([`open`] never does that).
+pub(crate) fn not_a_language_model(platform: &Platform) -> CollectError {
+    CollectError::WrongInput {
+        platform: platform.to_string(),
+        expected: "a language model",
+        got: "an image model",
+    }
+}
+
+/// The CPU hardware of this machine's platforms.
+pub(crate) fn this_cpu() -> Hardware {
+    Hardware::Cpu {
+        isa: hspi_datasets::provenance::isa_path().into(),
+    }
 }
 
 /// Small image models run one input per call; candle's CPU kernels split even those across every
@@ -40,39 +189,13 @@ pub fn prefer_single_threaded_kernels() {
     }
 }
 
-/// The GPUs the given platforms run on, for a collection session's provenance.
-pub fn gpus_for(platforms: &[Platform]) -> Vec<hspi_datasets::GpuInfo> {
-    if platforms.iter().any(Platform::is_cuda) {
-        cuda_devices()
-    } else {
-        Vec::new()
+/// CPU image platforms compute independent batches on every core when their kernels run on one
+/// thread: the same bits per input, several inputs at once. Kernel threads or batch workers,
+/// never both.
+fn image_workers() -> usize {
+    let single_threaded_kernels = std::env::var("RAYON_NUM_THREADS").is_ok_and(|n| n.trim() == "1");
+    if !single_threaded_kernels {
+        return 1;
     }
-}
-
-/// Build the backend that computes `model` at `platform`.
-pub fn image_backend(platform: &Platform, model: &ImageModel) -> Result<Box<dyn ImageBackend>> {
-    let unsupported = |reason: &str| CollectError::Unsupported {
-        platform: platform.to_string(),
-        model: model.id.clone(),
-        reason: reason.into(),
-    };
-    match (&platform.hardware, platform.engine.kind) {
-        (Hardware::Cpu { isa }, kind) if isa != hspi_datasets::provenance::isa_path() => {
-            let _ = kind;
-            Err(unsupported(&format!(
-                "this machine's CPU path is {}, not {isa}",
-                hspi_datasets::provenance::isa_path()
-            )))
-        }
-        (Hardware::Cpu { .. }, EngineKind::Candle) => {
-            Ok(Box::new(CandleCpu::new(platform, model)?))
-        }
-        (Hardware::Cpu { .. }, EngineKind::Emulated) => {
-            Ok(Box::new(Emulated::new(platform, model)?))
-        }
-        (Hardware::Cuda { .. }, _) => Ok(Box::new(CudaImage::new(platform, model)?)),
-        _ => Err(unsupported(
-            "no local backend runs this engine on this hardware",
-        )),
-    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
 }

@@ -15,8 +15,7 @@ pub use candle_layers::{forward_layers, CandleLayer};
 pub use image_model::{
     named_tensors, sha256_hex, ConvShape, GemmView, ImageModel, Layer, LayerSpec,
 };
-pub use smollm2::QuantizedLm;
-pub use tiny_lm::{TinyLm, TinyLmRunner};
+pub use tiny_lm::TinyLm;
 
 use std::path::{Path, PathBuf};
 
@@ -88,6 +87,15 @@ impl Model {
                 Some(p) => TinyLm::load_file(p)?,
                 None => TinyLm::embedded(),
             })),
+        }
+    }
+
+    /// Which zoo model this is (weights loaded from a file keep their model's id).
+    pub fn id(&self) -> ModelId {
+        match self {
+            Model::Image(_) => ModelId::CnnDigits,
+            Model::Lm { .. } => ModelId::SmolLm2,
+            Model::Tiny(_) => ModelId::TinyLm,
         }
     }
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use hspi_collect::backend::image_backend;
+use hspi_collect::backend::image_runner;
 use hspi_collect::{Model, ModelId};
 use hspi_datasets::{store::load_same_probes, top_label, ProbeInput, ProbeSet};
 use serde::Serialize;
@@ -84,7 +84,7 @@ pub fn border_inputs(
     let backends = grouping
         .eqcs
         .iter()
-        .map(|e| image_backend(&e.members[0], &model))
+        .map(|e| image_runner(&e.members[0], &model))
         .collect::<Result<Vec<_>, _>>()?;
     let starts: Vec<&Vec<f32>> = probes
         .probes

@@ -15,7 +15,7 @@ use hspi_datasets::top_label;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use hspi_collect::backend::ImageBackend;
+use hspi_collect::backend::ImageRunner;
 use hspi_collect::Result;
 
 #[derive(Debug, Clone, Copy)]
@@ -94,8 +94,8 @@ fn cross_entropy(z: &Tensor, label: usize) -> candle_core::Result<Tensor> {
 /// differently disagree on the top label. Platforms a few ulps apart need exactly that; a random
 /// walk on the margin does not get there (12 of 300 CNN-grid pairs were missed that way).
 pub fn find_border(
-    a: (&dyn ImageBackend, &Surrogate),
-    b: (&dyn ImageBackend, &Surrogate),
+    a: (&dyn ImageRunner, &Surrogate),
+    b: (&dyn ImageRunner, &Surrogate),
     start: &[f32],
     config: &BorderConfig,
 ) -> Result<Option<Border>> {
@@ -280,8 +280,8 @@ fn top2(z: &[f32]) -> (usize, usize) {
 
 /// The two platforms and the forward passes spent on them.
 struct Search<'a> {
-    a: &'a dyn ImageBackend,
-    b: &'a dyn ImageBackend,
+    a: &'a dyn ImageRunner,
+    b: &'a dyn ImageRunner,
     evals: usize,
     budget: usize,
 }

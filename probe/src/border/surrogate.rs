@@ -118,7 +118,7 @@ fn round_stored(format: NumericFormat, xs: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hspi_collect::backend::image_backend;
+    use hspi_collect::backend::image_runner;
     use hspi_collect::zoo::cnn_digits;
 
     fn platform(s: &str) -> Platform {
@@ -140,7 +140,7 @@ mod tests {
             let surrogate = Surrogate::new(&platform, &model).unwrap();
             let var = surrogate.input(&x).unwrap();
             let z = surrogate.logits(var.as_tensor()).unwrap();
-            let real = image_backend(&platform, &model)
+            let real = image_runner(&platform, &model)
                 .unwrap()
                 .forward(&[&x])
                 .unwrap();

@@ -12,7 +12,7 @@ use hspi_datasets::Platform;
 use super::cuda_err;
 use super::gemm::{DeviceMatrix, Gemm};
 use super::kernels::{Kernels, Storage};
-use crate::backend::ImageBackend;
+use crate::backend::ImageRunner;
 use crate::error::Result;
 use crate::zoo::{ImageModel, Layer};
 
@@ -101,7 +101,7 @@ impl CudaImage {
     }
 }
 
-impl ImageBackend for CudaImage {
+impl ImageRunner for CudaImage {
     fn platform(&self) -> &Platform {
         &self.platform
     }

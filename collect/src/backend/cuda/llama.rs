@@ -16,6 +16,7 @@ use hspi_datasets::Platform;
 use super::cuda_err;
 use super::gemm::{DeviceMatrix, Gemm};
 use super::kernels::{grid, int, Kernels, Storage};
+use crate::backend::{Batch, Runner};
 use crate::error::{CollectError, Result};
 
 /// The longest prompt the attention kernel takes (its shared score buffer).
@@ -203,10 +204,6 @@ impl CudaLm {
             cos,
             sin,
         })
-    }
-
-    pub fn platform(&self) -> &Platform {
-        &self.platform
     }
 
     /// y = x · Wᵀ for x [rows, k], as f32 [rows, out].
@@ -410,5 +407,15 @@ impl CudaLm {
         let logits = self.linear(&self.output, &h, c.vocab, batch, dim)?;
         let flat = self.stream.clone_dtoh(&logits).map_err(cuda_err)?;
         Ok(flat.chunks(c.vocab).map(<[f32]>::to_vec).collect())
+    }
+}
+
+impl Runner for CudaLm {
+    fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    fn forward(&mut self, batch: Batch<'_>) -> Result<Vec<Vec<f32>>> {
+        self.next_token_logits(batch.tokens(&self.platform)?)
     }
 }

@@ -3,6 +3,7 @@
 //! platforms hspi runs on them. The image backend is in `image.rs`, the language-model backend in
 //! `llama.rs`, the cuBLAS call in `gemm.rs`, the NVRTC kernels in `kernels.rs`.
 
+mod backend;
 mod gemm;
 mod image;
 mod kernels;
@@ -18,8 +19,9 @@ use hspi_datasets::{
     ReductionOrder,
 };
 
-pub use image::CudaImage;
-pub use llama::CudaLm;
+pub use backend::Cuda;
+use image::CudaImage;
+use llama::CudaLm;
 
 use crate::error::{CollectError, Result};
 
@@ -60,11 +62,6 @@ fn libraries() -> std::result::Result<(), CollectError> {
             missing.join(" and ")
         ))),
     }
-}
-
-/// Why this machine cannot run CUDA platforms, or None when it can try.
-pub fn unavailable_reason() -> Option<String> {
-    libraries().err().map(|e| e.to_string())
 }
 
 fn cuda_err(e: impl std::fmt::Debug) -> CollectError {
@@ -153,7 +150,7 @@ fn device_info(ordinal: usize) -> Result<(GpuInfo, Arc<CudaContext>)> {
 }
 
 /// The GPUs this machine exposes; empty without a driver.
-pub fn cuda_devices() -> Vec<GpuInfo> {
+fn cuda_devices() -> Vec<GpuInfo> {
     if libraries().is_err() {
         return Vec::new();
     }
@@ -182,7 +179,7 @@ fn kernel(accumulator: Accumulator) -> Option<KernelOptions> {
 }
 
 /// Every precision × batch size on every GPU present.
-pub fn cuda_platforms() -> Vec<Platform> {
+fn cuda_platforms() -> Vec<Platform> {
     let mut out = Vec::new();
     for info in cuda_devices() {
         for (format, accumulator) in PRECISIONS {
@@ -252,7 +249,7 @@ fn unsupported(platform: &Platform, model: &str) -> CollectError {
 
 /// Whether this machine can run `platform`, building nothing: the libraries load, cuBLAS runs
 /// the precision, and a GPU here is the platform's hardware.
-pub fn check(platform: &Platform, model: &str) -> Result<()> {
+fn check(platform: &Platform, model: &str) -> Result<()> {
     libraries()?;
     precision(platform).ok_or_else(|| unsupported(platform, model))?;
     if !cuda_devices()
@@ -268,7 +265,7 @@ pub fn check(platform: &Platform, model: &str) -> Result<()> {
 }
 
 /// The operand format and accumulator a cuBLAS platform asks for, if it is one hspi runs.
-pub fn precision(platform: &Platform) -> Option<(NumericFormat, Accumulator)> {
+fn precision(platform: &Platform) -> Option<(NumericFormat, Accumulator)> {
     if platform.engine.kind != EngineKind::Cublas {
         return None;
     }

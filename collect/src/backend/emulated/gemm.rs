@@ -49,7 +49,7 @@ impl Gemm {
 
     fn reduce(&self, a: &[f32], b: &[f32]) -> f64 {
         match self.kernel.order {
-            // Refused by `Emulated::new`; sequential is the nearest meaning.
+            // Refused by `EmulatedImage::new`; sequential is the nearest meaning.
             ReductionOrder::Sequential | ReductionOrder::Library => self.chain(a, b),
             ReductionOrder::Pairwise => self.pairwise(a, b),
             ReductionOrder::Blocked { tile } => {

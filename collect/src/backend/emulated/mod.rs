@@ -3,13 +3,15 @@
 //! Scalar and deterministic: the same platform gives the same bits on every CPU.
 
 mod gemm;
+mod grid;
 pub mod quant;
 
 pub use gemm::Gemm;
+pub use grid::Emulated;
 
 use hspi_datasets::{KernelOptions, NumericFormat, Platform, ReductionOrder};
 
-use super::ImageBackend;
+use super::ImageRunner;
 use crate::error::{CollectError, Result};
 use crate::zoo::{ConvShape, GemmView, ImageModel, Layer};
 use quant::*;
@@ -39,7 +41,7 @@ enum Prepared {
     Flatten,
 }
 
-pub struct Emulated {
+pub struct EmulatedImage {
     platform: Platform,
     format: NumericFormat,
     gemm: Gemm,
@@ -47,8 +49,8 @@ pub struct Emulated {
     layers: Vec<Prepared>,
 }
 
-impl Emulated {
-    pub fn new(platform: &Platform, model: &ImageModel) -> Result<Emulated> {
+impl EmulatedImage {
+    pub fn new(platform: &Platform, model: &ImageModel) -> Result<EmulatedImage> {
         let format = platform.format;
         if matches!(format, NumericFormat::Gguf(_)) {
             return Err(CollectError::Unsupported {
@@ -69,7 +71,7 @@ impl Emulated {
             });
         }
         let layers = model.layers.iter().map(|l| prepare(l, format)).collect();
-        Ok(Emulated {
+        Ok(EmulatedImage {
             platform: platform.clone(),
             format,
             gemm: Gemm { kernel },
@@ -319,7 +321,7 @@ pub(crate) fn max_pool2(x: &[f32], [c, h, w]: [usize; 3]) -> Vec<f32> {
     out
 }
 
-impl ImageBackend for Emulated {
+impl ImageRunner for EmulatedImage {
     fn platform(&self) -> &Platform {
         &self.platform
     }

@@ -1,39 +1,35 @@
 //! candle on the CPU at f32, f16 or bf16: candle's own kernels (gemm crate, im2col convolution).
 
 use candle_core::{DType, Device, Tensor};
-use hspi_datasets::{NumericFormat, Platform};
+use hspi_datasets::Platform;
 
-use super::ImageBackend;
+use crate::backend::ImageRunner;
 use crate::error::{CollectError, Result};
 use crate::zoo::{forward_layers, CandleLayer, ImageModel};
 
-pub struct CandleCpu {
+pub struct CandleImage {
     platform: Platform,
     dtype: DType,
     input_shape: [usize; 3],
     layers: Vec<CandleLayer>,
 }
 
-impl CandleCpu {
-    pub fn new(platform: &Platform, model: &ImageModel) -> Result<CandleCpu> {
-        let dtype = match platform.format {
-            NumericFormat::F32 => DType::F32,
-            NumericFormat::F16 => DType::F16,
-            NumericFormat::Bf16 => DType::BF16,
-            other => {
-                return Err(CollectError::Unsupported {
-                    platform: platform.to_string(),
-                    model: model.id.clone(),
-                    reason: format!("candle on the CPU computes f32, f16 or bf16, not {other}"),
-                })
-            }
-        };
+impl CandleImage {
+    pub fn new(platform: &Platform, model: &ImageModel) -> Result<CandleImage> {
+        let dtype = super::dtype(platform.format).ok_or_else(|| CollectError::Unsupported {
+            platform: platform.to_string(),
+            model: model.id.clone(),
+            reason: format!(
+                "candle on the CPU computes f32, f16 or bf16, not {}",
+                platform.format
+            ),
+        })?;
         let layers = model
             .layers
             .iter()
             .map(|l| CandleLayer::from_layer(l, dtype, &Device::Cpu))
             .collect::<candle_core::Result<_>>()?;
-        Ok(CandleCpu {
+        Ok(CandleImage {
             platform: platform.clone(),
             dtype,
             input_shape: model.input_shape,
@@ -42,7 +38,7 @@ impl CandleCpu {
     }
 }
 
-impl ImageBackend for CandleCpu {
+impl ImageRunner for CandleImage {
     fn platform(&self) -> &Platform {
         &self.platform
     }

@@ -1,0 +1,104 @@
+//! GGUF llama models (SmolLM2) on candle's quantized llama: full-vocabulary next-token logits.
+//! Other formats are made by requantising the file's tensors in memory, as `llama-quantize` would
+//! on disk.
+
+use std::io::Cursor;
+use std::path::Path;
+
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use candle_transformers::models::quantized_llama::ModelWeights;
+use hspi_datasets::{GgufType, NumericFormat};
+
+use crate::error::{CollectError, Result};
+use crate::zoo::smollm2::NATIVE;
+
+fn ggml_type(format: NumericFormat) -> Option<GgmlDType> {
+    Some(match format {
+        NumericFormat::F32 => GgmlDType::F32,
+        NumericFormat::F16 => GgmlDType::F16,
+        NumericFormat::Gguf(GgufType::Q8_0) => GgmlDType::Q8_0,
+        NumericFormat::Gguf(GgufType::Q4_0) => GgmlDType::Q4_0,
+        NumericFormat::Gguf(GgufType::Q4_1) => GgmlDType::Q4_1,
+        NumericFormat::Gguf(GgufType::Q5_0) => GgmlDType::Q5_0,
+        NumericFormat::Gguf(GgufType::Q5_1) => GgmlDType::Q5_1,
+        _ => return None,
+    })
+}
+
+/// The formats candle can run this model at.
+pub fn formats() -> Vec<NumericFormat> {
+    [
+        NumericFormat::F32,
+        NumericFormat::F16,
+        NumericFormat::Gguf(GgufType::Q8_0),
+        NumericFormat::Gguf(GgufType::Q4_0),
+        NATIVE,
+    ]
+    .into()
+}
+
+pub struct QuantizedLm {
+    weights: ModelWeights,
+}
+
+impl QuantizedLm {
+    /// Load `path` with its matrices at `format` (the native Q4_1 loads as is).
+    pub fn load(path: &Path, format: NumericFormat) -> Result<QuantizedLm> {
+        let bad = |reason: String| CollectError::BadWeights {
+            model: "smollm2".into(),
+            path: path.into(),
+            reason,
+        };
+        let target = ggml_type(format)
+            .ok_or_else(|| bad(format!("candle cannot run this model at {format} (formats: f32 f16 q8_0 q4_0 q4_1 q5_0 q5_1)")))?;
+        let dev = Device::Cpu;
+        let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
+        let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
+        if format == NATIVE {
+            let weights = ModelWeights::from_gguf(content, &mut file, &dev)
+                .map_err(|e| bad(e.to_string()))?;
+            return Ok(QuantizedLm { weights });
+        }
+        let mut names: Vec<&String> = content.tensor_infos.keys().collect();
+        names.sort();
+        let mut tensors = Vec::with_capacity(names.len());
+        for name in &names {
+            let qt = content
+                .tensor(&mut file, name, &dev)
+                .map_err(|e| bad(e.to_string()))?;
+            // Matrices change format; vectors (norms) stay f32 as in every GGUF.
+            let qt = if qt.shape().rank() == 2 {
+                let t: Tensor = qt.dequantize(&dev)?;
+                QTensor::quantize(&t, target)?
+            } else {
+                qt
+            };
+            tensors.push(qt);
+        }
+        let mut metadata: Vec<(&str, &gguf_file::Value)> = content
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        metadata.sort_by_key(|(k, _)| *k);
+        let named: Vec<(&str, &QTensor)> = names.iter().map(|n| n.as_str()).zip(&tensors).collect();
+        let mut buf = Cursor::new(Vec::new());
+        gguf_file::write(&mut buf, &metadata, &named)?;
+        buf.set_position(0);
+        let content = gguf_file::Content::read(&mut buf)?;
+        let weights = ModelWeights::from_gguf(content, &mut buf, &dev)?;
+        Ok(QuantizedLm { weights })
+    }
+
+    /// Logits over the whole vocabulary for the token after `tokens`, from a fresh context.
+    pub fn next_token_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        self.weights.clear_kv_cache();
+        let x = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
+        let logits = self.weights.forward(&x, 0)?;
+        Ok(logits
+            .squeeze(0)?
+            .to_dtype(candle_core::DType::F32)?
+            .to_vec1()?)
+    }
+}

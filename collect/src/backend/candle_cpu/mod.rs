@@ -1,0 +1,151 @@
+//! candle's own CPU kernels (gemm crate, im2col convolution, quantized matmuls): image models at
+//! f32, f16 or bf16 (`image.rs`), GGUF llama models at GGUF formats (`gguf_lm.rs`), the tiny LM at
+//! f32, f16 or bf16 (`tiny_lm.rs`). Language models run at batch size 1.
+
+mod gguf_lm;
+mod image;
+mod tiny_lm;
+
+pub use gguf_lm::QuantizedLm;
+pub use image::CandleImage;
+pub use tiny_lm::TinyLmRunner;
+
+use candle_core::DType;
+use hspi_datasets::{Engine, EngineKind, Hardware, NumericFormat, Platform};
+
+use super::{not_a_language_model, on_this_cpu, this_cpu, Backend, Batch, ImageRunner, Runner};
+use crate::error::{CollectError, Result};
+use crate::zoo::{ImageModel, Model, ModelId};
+
+/// candle on this machine's CPU.
+pub struct CandleCpu;
+
+/// candle's dtype for `format`, when candle computes in it directly.
+pub fn dtype(format: NumericFormat) -> Option<DType> {
+    match format {
+        NumericFormat::F32 => Some(DType::F32),
+        NumericFormat::F16 => Some(DType::F16),
+        NumericFormat::Bf16 => Some(DType::BF16),
+        _ => None,
+    }
+}
+
+/// The formats candle runs `model` at.
+fn formats(model: ModelId) -> Vec<NumericFormat> {
+    match model {
+        ModelId::CnnDigits | ModelId::TinyLm => {
+            vec![NumericFormat::F32, NumericFormat::F16, NumericFormat::Bf16]
+        }
+        ModelId::SmolLm2 => gguf_lm::formats(),
+    }
+}
+
+fn platform(format: NumericFormat) -> Platform {
+    Platform {
+        hardware: this_cpu(),
+        engine: Engine {
+            kind: EngineKind::Candle,
+            version: Some(crate::CANDLE_VERSION.into()),
+        },
+        format,
+        kernel: None,
+        batch_size: 1,
+    }
+}
+
+impl Backend for CandleCpu {
+    fn name(&self) -> &'static str {
+        "candle"
+    }
+
+    fn owns(&self, platform: &Platform) -> bool {
+        matches!(platform.hardware, Hardware::Cpu { .. })
+            && platform.engine.kind == EngineKind::Candle
+    }
+
+    fn platforms(&self, model: ModelId) -> Result<Vec<Platform>> {
+        Ok(formats(model).into_iter().map(platform).collect())
+    }
+
+    fn check(&self, model: &Model, platform: &Platform) -> Result<()> {
+        let id = model.info().id;
+        on_this_cpu(platform, &id)?;
+        if let Model::Image(m) = model {
+            // Building an image runner is cheap and validates the platform.
+            return self.image_runner(m, platform).map(drop);
+        }
+        let unsupported = |reason: String| CollectError::Unsupported {
+            platform: platform.to_string(),
+            model: id.clone(),
+            reason,
+        };
+        if platform.kernel.is_some() {
+            return Err(unsupported(
+                "language models run on candle's own kernels only".into(),
+            ));
+        }
+        if platform.batch_size != 1 {
+            return Err(unsupported(
+                "language-model collection runs at batch size 1".into(),
+            ));
+        }
+        let formats = formats(model.id());
+        if !formats.contains(&platform.format) {
+            let list: Vec<String> = formats.iter().map(|f| f.to_string()).collect();
+            return Err(unsupported(format!(
+                "formats for this model: {}",
+                list.join(" ")
+            )));
+        }
+        Ok(())
+    }
+
+    fn image_runner(
+        &self,
+        model: &ImageModel,
+        platform: &Platform,
+    ) -> Result<Box<dyn ImageRunner>> {
+        on_this_cpu(platform, &model.id)?;
+        Ok(Box::new(CandleImage::new(platform, model)?))
+    }
+
+    fn lm_runner(&self, model: &Model, platform: &Platform) -> Result<Box<dyn Runner>> {
+        let lm = match model {
+            Model::Lm { path, .. } => Lm::Gguf(QuantizedLm::load(path, platform.format)?),
+            Model::Tiny(lm) => Lm::Tiny(TinyLmRunner::new(lm, platform.format)?),
+            Model::Image(_) => return Err(not_a_language_model(platform)),
+        };
+        Ok(Box::new(CandleLm {
+            platform: platform.clone(),
+            lm,
+        }))
+    }
+}
+
+enum Lm {
+    Gguf(QuantizedLm),
+    Tiny(TinyLmRunner),
+}
+
+/// A language model on candle, one prompt at a time.
+struct CandleLm {
+    platform: Platform,
+    lm: Lm,
+}
+
+impl Runner for CandleLm {
+    fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    fn forward(&mut self, batch: Batch<'_>) -> Result<Vec<Vec<f32>>> {
+        batch
+            .tokens(&self.platform)?
+            .iter()
+            .map(|ids| match &mut self.lm {
+                Lm::Gguf(lm) => lm.next_token_logits(ids),
+                Lm::Tiny(lm) => lm.next_token_logits(ids),
+            })
+            .collect()
+    }
+}

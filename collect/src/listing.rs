@@ -11,7 +11,13 @@ use crate::zoo::{smollm2, ModelId};
 pub struct BackendListing {
     pub backend: &'static str,
     pub in_default_grid: bool,
-    pub platforms: Result<Vec<String>, String>,
+    pub platforms: Listed,
+}
+
+pub enum Listed {
+    Platforms(Vec<String>),
+    /// Why the backend runs the model at no platform here.
+    Unavailable(String),
 }
 
 pub struct ModelListing {
@@ -25,8 +31,10 @@ impl ModelListing {
         self.backends
             .iter()
             .filter(|b| b.in_default_grid)
-            .filter_map(|b| b.platforms.as_ref().ok())
-            .map(Vec::len)
+            .filter_map(|b| match &b.platforms {
+                Listed::Platforms(list) => Some(list.len()),
+                Listed::Unavailable(_) => None,
+            })
             .sum()
     }
 }
@@ -53,10 +61,12 @@ impl Listing {
                     .map(|b| BackendListing {
                         backend: b.name(),
                         in_default_grid: b.in_default_grid(),
-                        platforms: b
-                            .platforms(model)
-                            .map(|list| list.iter().map(ToString::to_string).collect())
-                            .map_err(|e| e.to_string()),
+                        platforms: match b.platforms(model) {
+                            Ok(list) => {
+                                Listed::Platforms(list.iter().map(ToString::to_string).collect())
+                            }
+                            Err(why) => Listed::Unavailable(why.to_string()),
+                        },
                     })
                     .collect(),
             })
@@ -79,10 +89,10 @@ impl Listing {
                     .iter()
                     .map(|b| {
                         let value = match &b.platforms {
-                            Ok(list) => {
+                            Listed::Platforms(list) => {
                                 json!({ "platforms": list, "default_grid": b.in_default_grid })
                             }
-                            Err(why) => json!({ "unavailable": why }),
+                            Listed::Unavailable(why) => json!({ "unavailable": why }),
                         };
                         (b.backend.to_string(), value)
                     })
@@ -114,7 +124,7 @@ impl Listing {
             ));
             for b in &m.backends {
                 match &b.platforms {
-                    Ok(list) => {
+                    Listed::Platforms(list) => {
                         out.push_str(&format!(
                             "  {} ({} platforms, --platforms {}):\n",
                             b.backend,
@@ -124,7 +134,9 @@ impl Listing {
                         list.iter()
                             .for_each(|p| out.push_str(&format!("    {p}\n")));
                     }
-                    Err(why) => out.push_str(&format!("  {}: none here ({why})\n", b.backend)),
+                    Listed::Unavailable(why) => {
+                        out.push_str(&format!("  {}: none here ({why})\n", b.backend))
+                    }
                 }
             }
             if m.model == ModelId::SmolLm2 && self.lm_weights.is_none() {

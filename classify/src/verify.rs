@@ -9,6 +9,7 @@ use hspi_datasets::top_label;
 use hspi_datasets::{Dimension, PlatformPattern, Record};
 use serde::{Deserialize, Serialize};
 
+use crate::dimension_verdict::{dimension_verdicts, DimensionVerdict};
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
@@ -150,6 +151,9 @@ pub struct VerifyReport {
     pub thresholds: (f64, f64),
     pub queries: usize,
     pub output_tokens: u64,
+    /// The verdict on each claimed dimension (reports written before it have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dimensions: Vec<DimensionVerdict>,
     pub evidence: Vec<QueryEvidence>,
 }
 
@@ -438,7 +442,15 @@ impl<'a> Verifier<'a> {
                 self.model.classes[c].name()
             )
         };
+        let dimensions = dimension_verdicts(
+            &self.claim,
+            &self.model.classes,
+            &self.cumulative,
+            (accuse, accept),
+            matches!(verdict, Verdict::UnknownPlatform { .. }),
+        );
         VerifyReport {
+            dimensions,
             claim: self.claim.to_string(),
             claimed: self.claimed.iter().map(|c| name(*c)).collect(),
             alternatives: (0..self.model.classes.len())

@@ -17,8 +17,9 @@ pub use eqc::Eqc;
 pub use error::DatasetError;
 pub use manifest::{Manifest, ModelInfo, ProbeSetInfo, Session, SCHEMA_VERSION};
 pub use platform::{
-    Accumulator, Dimension, Engine, EngineKind, GgufType, Hardware, KernelOptions, NumericFormat,
-    PatternParseError, Platform, PlatformParseError, PlatformPattern, ReductionOrder,
+    Accumulator, Dimension, Engine, EngineKind, FormatFamily, GgufType, Hardware, KernelOptions,
+    NumericFormat, PatternParseError, Platform, PlatformParseError, PlatformPattern,
+    ReductionOrder,
 };
 pub use probe::{content_id, GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};
 pub use provenance::{GpuInfo, HostProvenance};

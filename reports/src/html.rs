@@ -148,6 +148,23 @@ fn verification_table(v: &hspi_classify::verify::VerifyReport) -> String {
         v.thresholds.0,
         v.thresholds.1
     );
+    let dimensions = crate::verification_table::dimension_rows(v);
+    if !dimensions.is_empty() {
+        let mut t = String::from("<h3>Per claimed dimension</h3><table><tr><th>dimension</th><th>verdict</th><th>claimed</th><th>nearest known</th><th>llr</th></tr>");
+        for row in dimensions {
+            t.push_str(&format!(
+                "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&row[0]),
+                escape(&row[1]),
+                escape(&row[1]),
+                escape(&row[2]),
+                escape(&row[3]),
+                escape(&row[4])
+            ));
+        }
+        t.push_str("</table>");
+        s = s.replacen("<table>", &format!("{t}<table>"), 1);
+    }
     for (i, e) in v.evidence.iter().enumerate() {
         let altered = if e.integrity.is_empty() {
             String::new()

@@ -4,6 +4,42 @@
 use hspi_classify::verify::{Verdict, VerifyReport};
 use hspi_datasets::short_id;
 
+/// The per-dimension verdicts as table rows: dimension, verdict, claimed, nearest known, llr.
+pub fn dimension_rows(v: &VerifyReport) -> Vec<[String; 5]> {
+    v.dimensions
+        .iter()
+        .map(|d| {
+            [
+                d.dimension.to_string(),
+                d.status.to_string(),
+                d.claimed.clone(),
+                d.nearest.clone(),
+                d.log_likelihood_ratio
+                    .map(|x| format!("{x:+.2}"))
+                    .unwrap_or_else(|| "— (no known class differs)".into()),
+            ]
+        })
+        .collect()
+}
+
+fn dimensions_markdown(v: &VerifyReport) -> String {
+    if v.dimensions.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "### Per claimed dimension
+
+| dimension | verdict | claimed | nearest known | llr |
+|---|---|---|---|---|
+",
+    );
+    for row in dimension_rows(v) {
+        s.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    s.push('\n');
+    s
+}
+
 pub fn markdown(v: &VerifyReport) -> String {
     let mut s = format!(
         "## Sequential test\n\nClaim `{}` ({}). Log-likelihood ratio (best alternative against the claim): {:.2}; mismatch at ≥ {:.2}, consistent at ≤ {:.2}. {} queries, {} output tokens.\n\n| # | probe | evidence | llr | total | nearest |\n|---|---|---|---|---|---|\n",
@@ -15,6 +51,7 @@ pub fn markdown(v: &VerifyReport) -> String {
         v.queries,
         v.output_tokens
     );
+    s = s.replacen("| # |", &format!("{}| # |", dimensions_markdown(v)), 1);
     for (i, e) in v.evidence.iter().enumerate() {
         let altered = if e.integrity.is_empty() {
             String::new()
@@ -56,6 +93,9 @@ pub fn text(r: &VerifyReport) -> String {
             let names: Vec<&str> = dimensions.iter().map(|d| d.name()).collect();
             s.push_str(&format!("\nclaim fails on: {}", names.join(", ")));
         }
+    }
+    for d in &r.dimensions {
+        s.push_str(&format!("\n  {}", d.line()));
     }
     s.push_str(&format!(
         "\nconfidence: {:.3}; log-likelihood ratio {:.2} (mismatch at ≥ {:.2}, consistent at ≤ {:.2})\nevidence: {} queries, {} output tokens\n",

@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 mod engine;
 mod error;
 mod format;
+mod format_family;
 mod hardware;
 mod kernel;
 mod pattern;
@@ -19,6 +20,7 @@ pub use error::{
     slugify, FieldError, PartCount, PatternParseError, PlatformParseError, PLATFORM_FORMS,
 };
 pub use format::{GgufType, NumericFormat};
+pub use format_family::FormatFamily;
 pub use hardware::Hardware;
 pub use kernel::{Accumulator, KernelOptions, ReductionOrder};
 pub use pattern::{Dimension, PlatformPattern};

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::error::{split_fields, PatternParseError};
-use super::{EngineKind, NumericFormat, Platform};
+use super::{EngineKind, FormatFamily, NumericFormat, Platform};
 
 /// One field of a platform: what a claim can be right or wrong about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -93,8 +93,19 @@ impl PlatformPattern {
             .collect()
     }
 
+    /// The claimed format family, when the format is written as providers write it (`int8`
+    /// covers GGUF `q8_0`).
+    pub fn format_family(&self) -> Option<FormatFamily> {
+        self.get(Dimension::Format)?.parse().ok()
+    }
+
     /// Whether `platform` satisfies the pattern on one dimension.
     pub fn matches_dimension(&self, d: Dimension, platform: &Platform) -> bool {
+        if d == Dimension::Format {
+            if let Some(family) = self.format_family() {
+                return family.covers(platform.format);
+            }
+        }
         match (self.get(d), d.field(platform)) {
             (None, _) => true,
             (Some(c), Some(a)) => {
@@ -133,7 +144,16 @@ impl FromStr for PlatformPattern {
         // Fields with a closed vocabulary are checked, so a typo is an error, not a claim that
         // matches nothing.
         if let Some(f) = pattern.get(Dimension::Format) {
-            f.parse::<NumericFormat>().map_err(|e| err(e.reason))?;
+            if f.parse::<FormatFamily>().is_err() {
+                f.parse::<NumericFormat>().map_err(|e| {
+                    let families: Vec<&str> = FormatFamily::ALL.iter().map(|f| f.name()).collect();
+                    err(format!(
+                        "{} (or a family: {})",
+                        e.reason,
+                        families.join(", ")
+                    ))
+                })?;
+            }
         }
         if let Some(e) = pattern.get(Dimension::Engine) {
             let kind = e.split('-').next().unwrap_or(e);
@@ -212,6 +232,26 @@ mod tests {
             vec![Dimension::Hardware, Dimension::Format]
         );
         assert!(c.mismatched(&p("cpu-avx2/llamacpp-1/f16/bs1")).is_empty());
+    }
+
+    #[test]
+    fn formats_written_as_providers_write_them_cover_their_family() {
+        let int8: PlatformPattern = "*/*/int8/*".parse().unwrap();
+        assert!(int8.matches(&p("cpu-avx2/llamacpp-11434/q8_0/bs1")));
+        assert!(int8.matches(&p("cpu-avx2/emu/int8/acc-f32.seq.sk1.fma/bs1")));
+        assert!(!int8.matches(&p("cpu-avx2/llamacpp-11434/f16/bs1")));
+        assert_eq!(int8.format_family(), Some(FormatFamily::Int8));
+        let int4: PlatformPattern = "*/llamacpp/int4/*".parse().unwrap();
+        assert!(int4.matches(&p("cpu-avx2/llamacpp-11434/q4_0/bs1")));
+        let fp16: PlatformPattern = "*/*/fp16/*".parse().unwrap();
+        assert!(fp16.matches(&p("cpu-avx2/llamacpp-11434/f16/bs1")));
+        assert_eq!(
+            fp16.mismatched(&p("cpu-avx2/llamacpp-11434/q8_0/bs1")),
+            vec![Dimension::Format]
+        );
+        assert!("*/*/mxfp4/*".parse::<PlatformPattern>().is_ok());
+        let exact: PlatformPattern = "*/*/q8_0/*".parse().unwrap();
+        assert_eq!(exact.format_family(), None);
     }
 
     #[test]

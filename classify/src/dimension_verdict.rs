@@ -1,0 +1,206 @@
+//! A verdict per claimed dimension (hardware, engine, format, kernel, batch), from the same
+//! per-class log-likelihoods as the overall test: for each dimension, the best class the claim
+//! gets wrong on that dimension against the best class it gets right, held to the same
+//! thresholds. The claimed set of the overall test is the intersection of the dimensions', so a
+//! dimension's ratio never exceeds the overall one: no dimension is called a mismatch while the
+//! overall test is undecided, and when the overall test says "consistent" every dimension does.
+
+use std::fmt;
+
+use hspi_datasets::{Dimension, FormatFamily, Platform, PlatformPattern};
+use serde::{Deserialize, Serialize};
+
+use crate::model::ClassLabel;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DimensionStatus {
+    Consistent,
+    Inconclusive,
+    /// The answers are unlike every known class; the nearest one's value is named.
+    Unknown,
+    Mismatch,
+}
+
+impl DimensionStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            DimensionStatus::Consistent => "consistent",
+            DimensionStatus::Inconclusive => "inconclusive",
+            DimensionStatus::Unknown => "unknown",
+            DimensionStatus::Mismatch => "mismatch",
+        }
+    }
+}
+
+impl fmt::Display for DimensionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DimensionVerdict {
+    pub dimension: Dimension,
+    /// The claim's field; a format family also lists the formats it covers (`int8 = q8_0, int8`).
+    pub claimed: String,
+    pub status: DimensionStatus,
+    /// This field of the most likely class (a format also with its family: `q8_0 (int8)`).
+    pub nearest: String,
+    /// Best class off the claim on this dimension against the best class on it (nats); absent
+    /// when every known class satisfies the claim on this dimension.
+    pub log_likelihood_ratio: Option<f64>,
+}
+
+impl DimensionVerdict {
+    /// `format: consistent (claimed f16; evidence points to f16)`.
+    pub fn line(&self) -> String {
+        let llr = self
+            .log_likelihood_ratio
+            .map(|v| format!(", llr {v:+.2}"))
+            .unwrap_or_else(|| ", every known class agrees with the claim here".into());
+        format!(
+            "{}: {} (claimed {}; nearest known {}{llr})",
+            self.dimension, self.status, self.claimed, self.nearest
+        )
+    }
+}
+
+/// A platform's field as a report shows it: formats with their family.
+fn shown(d: Dimension, p: &Platform) -> String {
+    let field = d.field(p).unwrap_or_else(|| "-".into());
+    match (d, FormatFamily::of(p.format)) {
+        (Dimension::Format, Some(family)) if family.name() != field => {
+            format!("{field} ({family})")
+        }
+        _ => field,
+    }
+}
+
+fn claimed_text(claim: &PlatformPattern, d: Dimension, classes: &[ClassLabel]) -> String {
+    let field = claim.get(d).unwrap_or("*").to_string();
+    match (d, claim.format_family()) {
+        (Dimension::Format, Some(family)) => {
+            let mut covered: Vec<String> = classes
+                .iter()
+                .flat_map(|c| &c.members)
+                .filter(|m| family.covers(m.format))
+                .map(|m| m.format.to_string())
+                .collect();
+            covered.sort();
+            covered.dedup();
+            if covered.is_empty() {
+                format!("{field} (covers no known class)")
+            } else {
+                format!("{field} = {}", covered.join(", "))
+            }
+        }
+        _ => field,
+    }
+}
+
+/// The verdict on each dimension the claim names. `cumulative` holds each class's summed
+/// log-likelihood; `unknown` says the overall test found the answers unlike every known class.
+pub fn dimension_verdicts(
+    claim: &PlatformPattern,
+    classes: &[ClassLabel],
+    cumulative: &[f64],
+    (accuse, accept): (f64, f64),
+    unknown: bool,
+) -> Vec<DimensionVerdict> {
+    let best_class = hspi_datasets::top_label(cumulative);
+    claim
+        .claimed()
+        .into_iter()
+        .map(|d| {
+            let on: Vec<bool> = classes
+                .iter()
+                .map(|c| c.members.iter().any(|m| claim.matches_dimension(d, m)))
+                .collect();
+            let best = |want: bool| {
+                (0..classes.len())
+                    .filter(|c| on[*c] == want)
+                    .map(|c| cumulative[c])
+                    .fold(f64::NEG_INFINITY, f64::max)
+            };
+            let llr =
+                (on.iter().any(|x| !x) && on.iter().any(|x| *x)).then(|| best(false) - best(true));
+            let status = match llr {
+                _ if unknown => DimensionStatus::Unknown,
+                Some(v) if v >= accuse => DimensionStatus::Mismatch,
+                Some(v) if v <= accept => DimensionStatus::Consistent,
+                Some(_) => DimensionStatus::Inconclusive,
+                // No known class contradicts the claim on this dimension.
+                None => DimensionStatus::Consistent,
+            };
+            let mut nearest: Vec<String> = best_class
+                .map(|c| classes[c].members.iter().map(|m| shown(d, m)).collect())
+                .unwrap_or_default();
+            nearest.sort();
+            nearest.dedup();
+            DimensionVerdict {
+                dimension: d,
+                claimed: claimed_text(claim, d, classes),
+                status,
+                nearest: nearest.join(" or "),
+                log_likelihood_ratio: llr,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(id: &str, platform: &str) -> ClassLabel {
+        ClassLabel {
+            id: id.into(),
+            members: vec![platform.parse().unwrap()],
+        }
+    }
+
+    fn classes() -> Vec<ClassLabel> {
+        vec![
+            class("E1", "cpu-avx2/llamacpp-1/f16/bs1"),
+            class("E2", "cpu-avx2/llamacpp-1/q8_0/bs1"),
+            class("E3", "cpu-avx512/llamacpp-1/f16/bs1"),
+        ]
+    }
+
+    const THRESHOLDS: (f64, f64) = (4.6, -4.6);
+
+    #[test]
+    fn the_format_can_be_settled_while_the_hardware_is_not() {
+        let claim: PlatformPattern = "cpu-avx2/llamacpp/f16/*".parse().unwrap();
+        // The two f16 builds are alike, the q8_0 class far away.
+        let v = dimension_verdicts(&claim, &classes(), &[0.0, -20.0, -1.0], THRESHOLDS, false);
+        let by = |d: Dimension| v.iter().find(|x| x.dimension == d).unwrap();
+        assert_eq!(by(Dimension::Format).status, DimensionStatus::Consistent);
+        assert_eq!(
+            by(Dimension::Hardware).status,
+            DimensionStatus::Inconclusive
+        );
+        assert_eq!(by(Dimension::Engine).status, DimensionStatus::Consistent);
+        assert_eq!(by(Dimension::Engine).log_likelihood_ratio, None);
+        assert!(by(Dimension::Format)
+            .line()
+            .starts_with("format: consistent"));
+    }
+
+    #[test]
+    fn a_mismatch_is_on_the_dimension_that_fails_and_int8_covers_q8_0() {
+        let f16: PlatformPattern = "*/llamacpp/f16/*".parse().unwrap();
+        let v = dimension_verdicts(&f16, &classes(), &[-20.0, 0.0, -20.0], THRESHOLDS, false);
+        assert_eq!(v.len(), 2, "engine and format are claimed");
+        assert_eq!(v[1].status, DimensionStatus::Mismatch);
+        assert_eq!(v[1].nearest, "q8_0 (int8)");
+        let int8: PlatformPattern = "*/*/int8/*".parse().unwrap();
+        let v = dimension_verdicts(&int8, &classes(), &[-20.0, 0.0, -20.0], THRESHOLDS, false);
+        assert_eq!(v[0].status, DimensionStatus::Consistent);
+        assert_eq!(v[0].claimed, "int8 = q8_0");
+        let v = dimension_verdicts(&int8, &classes(), &[0.0, -20.0, -20.0], THRESHOLDS, true);
+        assert_eq!(v[0].status, DimensionStatus::Unknown);
+        assert_eq!(v[0].nearest, "f16 (fp16)");
+    }
+}

@@ -1,0 +1,150 @@
+//! Formats as routers, providers and model cards write them (`fp16`, `fp8`, `int8`, `int4`,
+//! `mxfp4`, …): each names a family of hspi's exact formats, so a claim written in that
+//! vocabulary matches every format it covers (`int8` covers GGUF `q8_0`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::error::FieldError;
+use super::{Dimension, GgufType, NumericFormat};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FormatFamily {
+    Fp32,
+    Fp16,
+    Bf16,
+    Fp8,
+    Int8,
+    Int4,
+    Fp4,
+    MxFp4,
+    NvFp4,
+    Fp6,
+    MxFp8,
+}
+
+impl FormatFamily {
+    pub const ALL: [FormatFamily; 11] = [
+        FormatFamily::Fp32,
+        FormatFamily::Fp16,
+        FormatFamily::Bf16,
+        FormatFamily::Fp8,
+        FormatFamily::Int8,
+        FormatFamily::Int4,
+        FormatFamily::Fp4,
+        FormatFamily::MxFp4,
+        FormatFamily::NvFp4,
+        FormatFamily::Fp6,
+        FormatFamily::MxFp8,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FormatFamily::Fp32 => "fp32",
+            FormatFamily::Fp16 => "fp16",
+            FormatFamily::Bf16 => "bf16",
+            FormatFamily::Fp8 => "fp8",
+            FormatFamily::Int8 => "int8",
+            FormatFamily::Int4 => "int4",
+            FormatFamily::Fp4 => "fp4",
+            FormatFamily::MxFp4 => "mxfp4",
+            FormatFamily::NvFp4 => "nvfp4",
+            FormatFamily::Fp6 => "fp6",
+            FormatFamily::MxFp8 => "mxfp8",
+        }
+    }
+
+    /// Whether `format` is one of this family's: 8-bit integers include GGUF's 8-bit blocks,
+    /// 4-bit integers GGUF's 4-bit blocks (q4_0, q4_1, q4_k), whatever the group size. The
+    /// micro-scaled and 4/6-bit float families cover no format hspi computes yet.
+    pub fn covers(self, format: NumericFormat) -> bool {
+        use GgufType::*;
+        use NumericFormat as F;
+        match self {
+            FormatFamily::Fp32 => format == F::F32,
+            FormatFamily::Fp16 => format == F::F16,
+            FormatFamily::Bf16 => format == F::Bf16,
+            FormatFamily::Fp8 => matches!(format, F::Fp8E4m3 | F::Fp8E5m2),
+            FormatFamily::Int8 => matches!(format, F::Int8 | F::Gguf(Q8_0)),
+            FormatFamily::Int4 => matches!(format, F::Int4 { .. } | F::Gguf(Q4_0 | Q4_1 | Q4K)),
+            FormatFamily::Fp4
+            | FormatFamily::MxFp4
+            | FormatFamily::NvFp4
+            | FormatFamily::Fp6
+            | FormatFamily::MxFp8 => false,
+        }
+    }
+
+    /// The family `format` belongs to, for reports that print both names.
+    pub fn of(format: NumericFormat) -> Option<FormatFamily> {
+        FormatFamily::ALL.into_iter().find(|f| f.covers(format))
+    }
+
+    /// The hspi formats this family covers, among `known`.
+    pub fn members(self, known: &[NumericFormat]) -> Vec<NumericFormat> {
+        known.iter().copied().filter(|f| self.covers(*f)).collect()
+    }
+}
+
+impl fmt::Display for FormatFamily {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FormatFamily {
+    type Err = FieldError;
+    fn from_str(s: &str) -> Result<FormatFamily, FieldError> {
+        let s = s.to_ascii_lowercase();
+        // Common spellings of the same families.
+        let s = match s.as_str() {
+            "float32" | "f32" => "fp32",
+            "float16" | "half" => "fp16",
+            "bfloat16" => "bf16",
+            "w8a8" | "w8a16" => "int8",
+            "w4a16" | "awq" | "gptq" => "int4",
+            other => other,
+        };
+        FormatFamily::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                FieldError::new(Dimension::Format, format!("unknown format family '{s}'"))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_and_parse_round_trip() {
+        for f in FormatFamily::ALL {
+            assert_eq!(f.to_string().parse::<FormatFamily>().unwrap(), f);
+        }
+        assert_eq!(
+            "BFloat16".parse::<FormatFamily>().unwrap(),
+            FormatFamily::Bf16
+        );
+        assert!("fp5".parse::<FormatFamily>().is_err());
+    }
+
+    #[test]
+    fn families_cover_the_formats_providers_mean() {
+        let q = |s: &str| s.parse::<NumericFormat>().unwrap();
+        assert!(FormatFamily::Int8.covers(q("q8_0")));
+        assert!(FormatFamily::Int8.covers(q("int8")));
+        assert!(!FormatFamily::Int8.covers(q("q4_0")));
+        for f in ["q4_0", "q4_1", "q4_k", "int4-g32"] {
+            assert!(FormatFamily::Int4.covers(q(f)), "{f}");
+        }
+        assert!(FormatFamily::Fp8.covers(q("fp8-e5m2")));
+        assert!(FormatFamily::Fp16.covers(q("f16")) && !FormatFamily::Fp16.covers(q("bf16")));
+        assert_eq!(FormatFamily::of(q("q8_0")), Some(FormatFamily::Int8));
+        assert_eq!(FormatFamily::of(q("mxint8")), None);
+        assert!(NumericFormat::all()
+            .into_iter()
+            .all(|f| !FormatFamily::MxFp4.covers(f)));
+    }
+}

@@ -51,9 +51,11 @@ fn sigkill_at_any_moment_then_resume_equals_an_uninterrupted_run() {
     let tmp = tempfile::tempdir().unwrap();
     let whole = tmp.path().join("whole");
     let killed = tmp.path().join("killed");
-    assert_eq!(collect_cnn(&whole, "300", &[]).code, 0);
+    assert_eq!(collect_cnn(&whole, "1000", &[]).code, 0);
 
-    // 20 kills at seeded random moments: in setup, mid-shard and between batches.
+    // 20 kills at seeded random moments: in setup, mid-shard and between batches. 1,000 probes
+    // (26,000 records, ~2.5 s uninterrupted on 2 cores) so that 20 kills 5-150 ms into each
+    // attempt land before the collection can finish (300 probes finished after 17 on a fast CPU).
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(20);
     let mut kills = 0;
@@ -68,7 +70,7 @@ fn sigkill_at_any_moment_then_resume_equals_an_uninterrupted_run() {
             "--model",
             "cnn-digits",
             "--probes",
-            "300",
+            "1000",
             "--out",
             killed.to_str().unwrap(),
         ]);
@@ -91,7 +93,7 @@ fn sigkill_at_any_moment_then_resume_equals_an_uninterrupted_run() {
         }
     }
     if !finished {
-        assert_eq!(collect_cnn(&killed, "300", &["--resume"]).code, 0);
+        assert_eq!(collect_cnn(&killed, "1000", &["--resume"]).code, 0);
     }
     assert_eq!(
         kills, 20,

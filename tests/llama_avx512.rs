@@ -101,3 +101,122 @@ fn the_avx2_build_here_answers_as_it_did_on_the_xeon() {
         "the same llama-server build and GGUF answer with the same bits on both CPUs: {d}"
     );
 }
+
+/// A classifier over the four AVX2 builds only (what hspi can recompute here), trained on the
+/// training prompts; the references are the AVX2 answers to the unseen prompts.
+fn avx2_only_classifier(dir: &Path) -> (PathBuf, Vec<String>) {
+    let train: Vec<String> = sets("train")
+        .into_iter()
+        .filter(|s| s.contains("/avx2-"))
+        .collect();
+    let path = dir.join("avx2-only.json");
+    let mut args = vec!["train", "--out", path.to_str().unwrap()];
+    args.extend(train.iter().map(String::as_str));
+    let r = run(&args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let refs = sets("unseen")
+        .into_iter()
+        .filter(|s| s.contains("/avx2-"))
+        .collect();
+    (path, refs)
+}
+
+fn verify(
+    classifier: &Path,
+    refs: &[String],
+    served: &str,
+    claim: &str,
+) -> (i32, serde_json::Value) {
+    let set = grid().join(format!("{served}-unseen"));
+    let mut args = vec![
+        "verify",
+        set.to_str().unwrap(),
+        "--json",
+        "--classifier",
+        classifier.to_str().unwrap(),
+        "--claim",
+        claim,
+        "--references",
+    ];
+    args.extend(refs.iter().map(String::as_str));
+    let r = run(&args);
+    assert!(!r.stdout.is_empty(), "{claim} on {served}: {}", r.stderr);
+    (r.code, serde_json::from_str(&r.stdout).unwrap())
+}
+
+fn dimension(report: &serde_json::Value, name: &str) -> String {
+    report["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["dimension"] == name)
+        .map(|d| d["status"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no {name} dimension in {report}"))
+}
+
+/// The provider runs a build hspi cannot rerun (AVX-512); the auditor holds AVX2 references only.
+/// The claimed hardware is then neither confirmed nor refuted (inconclusive, never "consistent"
+/// and never an error), while the format, what the customer pays for, is still decided.
+#[test]
+fn avx512_answers_get_a_format_verdict_from_avx2_references_and_no_hardware_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (classifier, refs) = avx2_only_classifier(tmp.path());
+    let mut table = Vec::new();
+    for served in ["f32", "f16", "q8_0", "q4_0"] {
+        for claimed in ["f32", "f16", "q8_0", "q4_0"] {
+            let claim = format!("cpu-avx512/llamacpp/{claimed}/*");
+            let (code, report) = verify(&classifier, &refs, &format!("avx512-{served}"), &claim);
+            let (format, hardware) = (dimension(&report, "format"), dimension(&report, "hardware"));
+            table.push(format!("served {served:>4}, claimed {claimed:>4}: exit {code}, format {format}, hardware {hardware}"));
+            assert_eq!(hardware, "inconclusive", "no AVX-512 reference: {report}");
+            // Across instruction sets, F32 and F16 are too close to tell apart; 8-bit and 4-bit
+            // are told from them and from each other. Measured when committed: every pair below
+            // as asserted, within 12 queries.
+            fn group(f: &str) -> &str {
+                if f == "f16" {
+                    "f32"
+                } else {
+                    f
+                }
+            }
+            if group(served) == group(claimed) {
+                assert_eq!(code, 3, "an honest format is never accused: {report}");
+                assert_ne!(format, "mismatch", "{report}");
+                if served == claimed && served.starts_with('q') {
+                    assert_eq!(format, "consistent", "{report}");
+                }
+            } else {
+                assert_eq!((code, format.as_str()), (1, "mismatch"), "{report}");
+                assert_eq!(
+                    report["verdict"]["dimensions"],
+                    serde_json::json!(["format"])
+                );
+            }
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+}
+
+/// Formats written as providers write them: `int8` covers GGUF q8_0.
+#[test]
+fn an_int8_claim_is_consistent_with_q8_0_and_a_format_mismatch_with_f16() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (classifier, refs) = avx2_only_classifier(tmp.path());
+    let (code, report) = verify(&classifier, &refs, "avx2-q8_0", "*/*/int8/*");
+    assert_eq!(
+        (code, dimension(&report, "format").as_str()),
+        (0, "consistent"),
+        "{report}"
+    );
+    let (code, report) = verify(&classifier, &refs, "avx2-f16", "*/*/int8/*");
+    assert_eq!(
+        (code, dimension(&report, "format").as_str()),
+        (1, "mismatch"),
+        "{report}"
+    );
+    assert_eq!(
+        report["verdict"]["dimensions"],
+        serde_json::json!(["format"]),
+        "{report}"
+    );
+}

@@ -50,6 +50,9 @@ pub struct DimensionVerdict {
     /// Best class off the claim on this dimension against the best class on it (nats); absent
     /// when every known class satisfies the claim on this dimension.
     pub log_likelihood_ratio: Option<f64>,
+    /// Why the dimension is decided the way it is, when the figures alone do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl DimensionVerdict {
@@ -58,9 +61,14 @@ impl DimensionVerdict {
         let llr = self
             .log_likelihood_ratio
             .map(|v| format!(", llr {v:+.2}"))
-            .unwrap_or_else(|| ", every known class agrees with the claim here".into());
+            .unwrap_or_default();
+        let note = self
+            .note
+            .as_ref()
+            .map(|n| format!(" — {n}"))
+            .unwrap_or_default();
         format!(
-            "{}: {} (claimed {}; nearest known {}{llr})",
+            "{}: {} (claimed {}; nearest known {}{llr}){note}",
             self.dimension, self.status, self.claimed, self.nearest
         )
     }
@@ -99,6 +107,27 @@ fn claimed_text(claim: &PlatformPattern, d: Dimension, classes: &[ClassLabel]) -
     }
 }
 
+/// The best class the claim gets wrong on `d` against the best class it gets right on `d`; None
+/// when the known classes do not differ there.
+pub fn dimension_llr(
+    claim: &PlatformPattern,
+    d: Dimension,
+    classes: &[ClassLabel],
+    cumulative: &[f64],
+) -> Option<f64> {
+    let on: Vec<bool> = classes
+        .iter()
+        .map(|c| c.members.iter().any(|m| claim.matches_dimension(d, m)))
+        .collect();
+    let best = |want: bool| {
+        (0..classes.len())
+            .filter(|c| on[*c] == want)
+            .map(|c| cumulative[c])
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    (on.iter().any(|x| !x) && on.iter().any(|x| *x)).then(|| best(false) - best(true))
+}
+
 /// The verdict on each dimension the claim names. `cumulative` holds each class's summed
 /// log-likelihood; `unknown` says the overall test found the answers unlike every known class.
 pub fn dimension_verdicts(
@@ -113,25 +142,45 @@ pub fn dimension_verdicts(
         .claimed()
         .into_iter()
         .map(|d| {
-            let on: Vec<bool> = classes
+            let referenced = classes
                 .iter()
-                .map(|c| c.members.iter().any(|m| claim.matches_dimension(d, m)))
-                .collect();
-            let best = |want: bool| {
-                (0..classes.len())
-                    .filter(|c| on[*c] == want)
-                    .map(|c| cumulative[c])
-                    .fold(f64::NEG_INFINITY, f64::max)
+                .any(|c| c.members.iter().any(|m| claim.matches_dimension(d, m)));
+            let llr = dimension_llr(claim, d, classes, cumulative);
+            // The format is weighed by evidence that tolerates a change of hardware or build, so
+            // it is decided even when the answers match no known class exactly; the other
+            // dimensions are then unknown.
+            let decided = |v: f64| {
+                if v >= accuse {
+                    Some(DimensionStatus::Mismatch)
+                } else if v <= accept {
+                    Some(DimensionStatus::Consistent)
+                } else {
+                    None
+                }
             };
-            let llr =
-                (on.iter().any(|x| !x) && on.iter().any(|x| *x)).then(|| best(false) - best(true));
-            let status = match llr {
-                _ if unknown => DimensionStatus::Unknown,
-                Some(v) if v >= accuse => DimensionStatus::Mismatch,
-                Some(v) if v <= accept => DimensionStatus::Consistent,
-                Some(_) => DimensionStatus::Inconclusive,
-                // No known class contradicts the claim on this dimension.
-                None => DimensionStatus::Consistent,
+            let (status, note) = match llr {
+                _ if !referenced => (
+                    DimensionStatus::Inconclusive,
+                    Some(format!(
+                        "no known class has this {d}: hspi can neither confirm nor refute it without a reference for it"
+                    )),
+                ),
+                Some(v) if d == Dimension::Format && decided(v).is_some() => {
+                    (decided(v).expect("checked"), None)
+                }
+                Some(_) if unknown && d == Dimension::Format => (
+                    DimensionStatus::Inconclusive,
+                    Some("the answers match no known class, and the format evidence does not separate the nearest formats".into()),
+                ),
+                _ if unknown => (
+                    DimensionStatus::Unknown,
+                    Some("the answers match no known class".into()),
+                ),
+                Some(v) => (decided(v).unwrap_or(DimensionStatus::Inconclusive), None),
+                None => (
+                    DimensionStatus::Consistent,
+                    Some(format!("every known class has this {d}")),
+                ),
             };
             let mut nearest: Vec<String> = best_class
                 .map(|c| classes[c].members.iter().map(|m| shown(d, m)).collect())
@@ -144,6 +193,7 @@ pub fn dimension_verdicts(
                 status,
                 nearest: nearest.join(" or "),
                 log_likelihood_ratio: llr,
+                note,
             }
         })
         .collect()
@@ -199,8 +249,12 @@ mod tests {
         let v = dimension_verdicts(&int8, &classes(), &[-20.0, 0.0, -20.0], THRESHOLDS, false);
         assert_eq!(v[0].status, DimensionStatus::Consistent);
         assert_eq!(v[0].claimed, "int8 = q8_0");
+        // Unlike every known class: the format is still decided, the rest is unknown.
         let v = dimension_verdicts(&int8, &classes(), &[0.0, -20.0, -20.0], THRESHOLDS, true);
-        assert_eq!(v[0].status, DimensionStatus::Unknown);
+        assert_eq!(v[0].status, DimensionStatus::Mismatch);
         assert_eq!(v[0].nearest, "f16 (fp16)");
+        let v = dimension_verdicts(&f16, &classes(), &[0.0, -20.0, -1.0], THRESHOLDS, true);
+        assert_eq!(v[0].status, DimensionStatus::Unknown, "engine");
+        assert_eq!(v[1].status, DimensionStatus::Consistent, "format");
     }
 }

@@ -9,7 +9,7 @@ use hspi_datasets::top_label;
 use hspi_datasets::{Dimension, PlatformPattern, Record};
 use serde::{Deserialize, Serialize};
 
-use crate::dimension_verdict::{dimension_verdicts, DimensionVerdict};
+use crate::dimension_verdict::{dimension_llr, dimension_verdicts, DimensionVerdict};
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
@@ -164,6 +164,9 @@ pub struct Verifier<'a> {
     reference_class: std::collections::HashMap<String, usize>,
     mode: &'static dyn EvidenceMode,
     claim: PlatformPattern,
+    /// The claim with the dimensions no known class has left open: what the test can decide.
+    tested: PlatformPattern,
+    unreferenced: Vec<Dimension>,
     claimed: Vec<usize>,
     params: VerifyParams,
     cumulative: Vec<f64>,
@@ -184,14 +187,27 @@ impl<'a> Verifier<'a> {
     ) -> Result<Verifier<'a>, ClassifyError> {
         params.validate()?;
         let mode = for_output_kind(&model.spec.output_kind)?;
+        // A claimed value no known class has (hardware hspi holds no reference for) cannot be
+        // tested here: the test runs on the other dimensions and can at best be inconclusive.
+        let unreferenced: Vec<Dimension> = claim
+            .claimed()
+            .into_iter()
+            .filter(|d| {
+                !model
+                    .classes
+                    .iter()
+                    .any(|c| c.members.iter().any(|m| claim.matches_dimension(*d, m)))
+            })
+            .collect();
+        let tested = claim.opened(&unreferenced);
         let claimed: Vec<usize> = model
             .classes
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.members.iter().any(|m| claim.matches(m)))
+            .filter(|(_, c)| c.members.iter().any(|m| tested.matches(m)))
             .map(|(i, _)| i)
             .collect();
-        if claimed.is_empty() {
+        if claimed.is_empty() || tested.claimed().is_empty() {
             let known: Vec<String> = model
                 .classes
                 .iter()
@@ -208,6 +224,8 @@ impl<'a> Verifier<'a> {
             reference_class: model.reference_classes(),
             mode,
             claim,
+            tested,
+            unreferenced,
             claimed,
             cumulative: vec![0.0; model.classes.len()],
             params,
@@ -359,6 +377,44 @@ impl<'a> Verifier<'a> {
         })
     }
 
+    /// The answers match no known class. The format, weighed by evidence that tolerates a change
+    /// of hardware or build, may still be decided: a format mismatch is an accusation on that
+    /// dimension; a consistent format leaves the rest unknown and the verdict inconclusive,
+    /// because an honest provider on a stack hspi has no reference for looks exactly so.
+    fn unknown(&self, reason: String) -> Verdict {
+        let (accuse, accept) = self.params.thresholds();
+        let format = Dimension::Format;
+        let llr = (!self.unreferenced.contains(&format))
+            .then(|| dimension_llr(&self.claim, format, &self.model.classes, &self.cumulative))
+            .flatten();
+        match llr {
+            Some(v) if v >= accuse => {
+                let best = (0..self.cumulative.len())
+                    .filter(|c| {
+                        !self.model.classes[*c]
+                            .members
+                            .iter()
+                            .any(|m| self.claim.matches_dimension(format, m))
+                    })
+                    .max_by(|a, b| self.cumulative[*a].total_cmp(&self.cumulative[*b]))
+                    .unwrap_or(0);
+                let class = &self.model.classes[best];
+                Verdict::Mismatch {
+                    likely_class: class.id.clone(),
+                    likely_platform: class.name(),
+                    dimensions: vec![format],
+                }
+            }
+            Some(v) if v <= accept => Verdict::Inconclusive {
+                reason: format!(
+                    "the claimed format {} is consistent (log-likelihood ratio {v:.2}), but {reason}: the other claimed dimensions are unknown",
+                    self.claim.get(format).unwrap_or("*")
+                ),
+            },
+            _ => Verdict::UnknownPlatform { reason },
+        }
+    }
+
     fn decide(&self) -> Option<Verdict> {
         let n = self.evidence.len();
         if n < self.params.min_queries {
@@ -377,7 +433,7 @@ impl<'a> Verifier<'a> {
         let llr = self.llr();
         if llr >= accuse || llr <= accept {
             if let Some(reason) = self.open_set_unknown() {
-                return Some(Verdict::UnknownPlatform { reason });
+                return Some(self.unknown(reason));
             }
         }
         if llr >= accuse {
@@ -393,13 +449,27 @@ impl<'a> Verifier<'a> {
                     class
                         .members
                         .iter()
-                        .all(|m| self.claim.mismatched(m).contains(d))
+                        .all(|m| self.tested.mismatched(m).contains(d))
                 })
                 .collect();
             return Some(Verdict::Mismatch {
                 likely_class: class.id.clone(),
                 likely_platform: class.name(),
                 dimensions,
+            });
+        }
+        if llr <= accept && !self.unreferenced.is_empty() {
+            let open: Vec<String> = self
+                .unreferenced
+                .iter()
+                .map(|d| format!("{d} {}", self.claim.get(*d).unwrap_or("*")))
+                .collect();
+            return Some(Verdict::Inconclusive {
+                reason: format!(
+                    "the answers are consistent with {}, but no known class has the claimed {}: hspi can neither confirm nor refute that without a reference for it",
+                    self.tested,
+                    open.join(", ")
+                ),
             });
         }
         if llr <= accept {
@@ -447,7 +517,7 @@ impl<'a> Verifier<'a> {
             &self.model.classes,
             &self.cumulative,
             (accuse, accept),
-            matches!(verdict, Verdict::UnknownPlatform { .. }),
+            self.open_set_unknown().is_some(),
         );
         VerifyReport {
             dimensions,

@@ -93,6 +93,15 @@ impl PlatformPattern {
             .collect()
     }
 
+    /// The same claim with the given dimensions left open.
+    pub fn opened(&self, dims: &[Dimension]) -> PlatformPattern {
+        let mut fields = self.fields.clone();
+        for d in dims {
+            fields[*d as usize] = None;
+        }
+        PlatformPattern { fields }
+    }
+
     /// The claimed format family, when the format is written as providers write it (`int8`
     /// covers GGUF `q8_0`).
     pub fn format_family(&self) -> Option<FormatFamily> {
@@ -250,6 +259,13 @@ mod tests {
             vec![Dimension::Format]
         );
         assert!("*/*/mxfp4/*".parse::<PlatformPattern>().is_ok());
+        let opened = "cpu-avx512/llamacpp/int8/*"
+            .parse::<PlatformPattern>()
+            .unwrap();
+        assert_eq!(
+            opened.opened(&[Dimension::Hardware]).to_string(),
+            "*/llamacpp/int8/*"
+        );
         let exact: PlatformPattern = "*/*/q8_0/*".parse().unwrap();
         assert_eq!(exact.format_family(), None);
     }

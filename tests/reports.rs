@@ -161,6 +161,14 @@ fn audit_reports_render_and_bundles_detect_any_changed_byte() {
         page.contains("id=\"summary\"") && page.contains("<svg"),
         "summary and charts"
     );
+    // The verdict per claimed dimension, pinned as the HTML shows it.
+    let start = page
+        .find("<h3>Per claimed dimension</h3>")
+        .expect("per-dimension table");
+    let end = start + page[start..].find("</table>").unwrap() + "</table>".len();
+    insta::with_settings!({filters => filters()}, {
+        insta::assert_snapshot!("audit_html_dimensions", &page[start..end]);
+    });
     for external in ["src=", "href=", "url(", "<script", "<link", "@import"] {
         assert!(!page.contains(external), "the HTML references {external}");
     }
@@ -200,6 +208,13 @@ fn audit_reports_render_and_bundles_detect_any_changed_byte() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains("mismatch") && text.contains("*/candle/f32/*"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Per claimed dimension")
+            && text
+                .lines()
+                .any(|l| l.split_whitespace().take(2).eq(["format", "mismatch"])),
         "{text}"
     );
 

@@ -99,6 +99,8 @@ fn claimed_text(claim: &PlatformPattern, d: Dimension, classes: &[ClassLabel]) -
             covered.dedup();
             if covered.is_empty() {
                 format!("{field} (covers no known class)")
+            } else if covered == [field.clone()] {
+                field
             } else {
                 format!("{field} = {}", covered.join(", "))
             }

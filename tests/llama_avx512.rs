@@ -72,46 +72,98 @@ fn avx512_builds_are_told_apart_with_only_avx2_references() {
     );
 }
 
+/// The four AVX2 servers here answer the Xeon's 40 training prompts again: a repeat collection,
+/// bit-identical to the Xeon's if the builds are deterministic (they are: same build and GGUF,
+/// other CPU). One server at a time; the collections are shared by the checks below.
 #[test]
-fn the_avx2_build_here_answers_as_it_did_on_the_xeon() {
+fn avx2_builds_repeat_the_xeons_answers_so_avx512_answers_are_ruled_unknown() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = common::llama::start("avx2", "F16");
-    let committed = grid().join("avx2-f16-train");
-    let out = tmp.path().join("here");
-    let r = common::llama::collect_with(
-        &server.url,
-        "cpu-avx2/llamacpp-11434/f16/bs1",
-        committed.join("probes.json").to_str().unwrap(),
-        &out,
-        &[],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = run(&[
-        "dataset",
-        "diff",
-        "--json",
-        out.to_str().unwrap(),
-        committed.to_str().unwrap(),
-    ]);
-    let d: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(d["pairs"][0]["common_probes"], 40, "{d}");
-    assert_eq!(
-        (r.code, &d["pairs"][0]["identical"]),
-        (0, &serde_json::json!(40)),
-        "the same llama-server build and GGUF answer with the same bits on both CPUs: {d}"
-    );
+    let mut repeats = Vec::new();
+    for (quant, format) in [
+        ("F32", "f32"),
+        ("F16", "f16"),
+        ("Q8_0", "q8_0"),
+        ("Q4_0", "q4_0"),
+    ] {
+        let server = common::llama::start("avx2", quant);
+        let committed = grid().join(format!("avx2-{format}-train"));
+        let out = tmp.path().join(format!("here-{format}"));
+        let r = common::llama::collect_with(
+            &server.url,
+            &format!("cpu-avx2/llamacpp-11434/{format}/bs1"),
+            committed.join("probes.json").to_str().unwrap(),
+            &out,
+            &[],
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let r = run(&[
+            "dataset",
+            "diff",
+            "--json",
+            out.to_str().unwrap(),
+            committed.to_str().unwrap(),
+        ]);
+        let d: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(d["pairs"][0]["common_probes"], 40, "{d}");
+        assert_eq!(
+            (r.code, &d["pairs"][0]["identical"]),
+            (0, &serde_json::json!(40)),
+            "the same llama-server build and GGUF answer with the same bits on both CPUs ({format}): {d}"
+        );
+        repeats.push(out.to_str().unwrap().to_string());
+    }
+
+    // Trained with the repeats, every AVX2 class is known to repeat bit for bit, so an answer
+    // that differs from all of them is from none of them. A false hardware claim (AVX2 claimed,
+    // AVX-512 served) is then no longer "consistent": hardware unknown, format still decided.
+    let plain = avx2_only_classifier(tmp.path(), &[]).0;
+    let (measured, refs) = avx2_only_classifier(tmp.path(), &repeats);
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&measured).unwrap()).unwrap();
+    for class in model["classes"].as_array().unwrap() {
+        assert_eq!(
+            class["repeats"],
+            serde_json::json!({"compared": 40, "identical": 40})
+        );
+    }
+    let mut table = Vec::new();
+    for format in ["f32", "f16", "q8_0", "q4_0"] {
+        let claim = format!("cpu-avx2/llamacpp/{format}/*");
+        let served = format!("avx512-{format}");
+        let (before, old) = verify(&plain, &refs, &served, &claim);
+        let (code, report) = verify(&measured, &refs, &served, &claim);
+        table.push(format!(
+            "AVX-512 {format} claimed as AVX2: without repeats exit {before} ({}; hardware {}), with repeats exit {code} ({}; hardware {}, format {})",
+            old["verdict"]["verdict"],
+            dimension(&old, "hardware"),
+            report["verdict"]["verdict"],
+            dimension(&report, "hardware"),
+            dimension(&report, "format")
+        ));
+        assert_eq!(dimension(&report, "hardware"), "unknown", "{report}");
+        assert_ne!(code, 0, "a false hardware claim passed: {report}");
+        assert_ne!(dimension(&report, "format"), "mismatch", "{report}");
+        // The AVX2 answers themselves stay consistent: they are reproduced bit for bit.
+        let (code, report) = verify(&measured, &refs, &format!("avx2-{format}"), &claim);
+        assert_eq!(code, 0, "{report}");
+    }
+    eprintln!("{}", table.join("\n"));
 }
 
 /// A classifier over the four AVX2 builds only (what hspi can recompute here), trained on the
 /// training prompts; the references are the AVX2 answers to the unseen prompts.
-fn avx2_only_classifier(dir: &Path) -> (PathBuf, Vec<String>) {
+fn avx2_only_classifier(dir: &Path, repeats: &[String]) -> (PathBuf, Vec<String>) {
     let train: Vec<String> = sets("train")
         .into_iter()
         .filter(|s| s.contains("/avx2-"))
         .collect();
-    let path = dir.join("avx2-only.json");
+    let path = dir.join(format!("avx2-only-{}.json", repeats.len()));
     let mut args = vec!["train", "--out", path.to_str().unwrap()];
     args.extend(train.iter().map(String::as_str));
+    if !repeats.is_empty() {
+        args.push("--repeats");
+        args.extend(repeats.iter().map(String::as_str));
+    }
     let r = run(&args);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let refs = sets("unseen")
@@ -160,7 +212,7 @@ fn dimension(report: &serde_json::Value, name: &str) -> String {
 #[test]
 fn avx512_answers_get_a_format_verdict_from_avx2_references_and_no_hardware_verdict() {
     let tmp = tempfile::tempdir().unwrap();
-    let (classifier, refs) = avx2_only_classifier(tmp.path());
+    let (classifier, refs) = avx2_only_classifier(tmp.path(), &[]);
     let mut table = Vec::new();
     for served in ["f32", "f16", "q8_0", "q4_0"] {
         for claimed in ["f32", "f16", "q8_0", "q4_0"] {
@@ -201,7 +253,7 @@ fn avx512_answers_get_a_format_verdict_from_avx2_references_and_no_hardware_verd
 #[test]
 fn an_int8_claim_is_consistent_with_q8_0_and_a_format_mismatch_with_f16() {
     let tmp = tempfile::tempdir().unwrap();
-    let (classifier, refs) = avx2_only_classifier(tmp.path());
+    let (classifier, refs) = avx2_only_classifier(tmp.path(), &[]);
     let (code, report) = verify(&classifier, &refs, "avx2-q8_0", "*/*/int8/*");
     assert_eq!(
         (code, dimension(&report, "format").as_str()),

@@ -153,6 +153,7 @@ fn demo_audit(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
         features: None,
         references: &[],
         reference_platforms: None,
+        repeats: &[],
         params: TrainParams {
             folds: 4,
             alphas: vec![0.1, 1.0, 10.0],

@@ -20,6 +20,8 @@ pub struct TrainOptions<'a> {
     pub references: &'a [PathBuf],
     pub reference_platforms: Option<Vec<String>>,
     pub params: TrainParams,
+    /// Datasets collected again over some of the training probes on the same platforms.
+    pub repeats: &'a [PathBuf],
 }
 
 /// The saved model and how training went, in one line.
@@ -45,6 +47,7 @@ pub fn train(o: TrainOptions) -> Result<Trained, AuditError> {
         reference_platforms: o.reference_platforms,
         kinds,
         params: o.params,
+        repeats: &load_references(o.repeats)?,
     })?;
     model.save(o.out)?;
     let best = model
@@ -66,6 +69,20 @@ pub fn train(o: TrainOptions) -> Result<Trained, AuditError> {
         model.open_set.threshold,
         model.open_set.known_rejected * 100.0,
         model.open_set.unknown_accepted * 100.0,
-    );
+    ) + &repeat_summary(&model);
     Ok(Trained { model, summary })
+}
+
+/// `; repeated answers: 3 classes bit for bit, 1 varies` when repeats were given.
+fn repeat_summary(model: &PlatformModel) -> String {
+    let measured: Vec<_> = model.classes.iter().filter_map(|c| c.repeats).collect();
+    if measured.is_empty() {
+        return String::new();
+    }
+    let same = measured.iter().filter(|r| r.deterministic()).count();
+    format!(
+        "; repeated answers: {same} of {} measured classes bit for bit, {} vary",
+        measured.len(),
+        measured.len() - same
+    )
 }

@@ -209,6 +209,7 @@ mod tests {
         ClassLabel {
             id: id.into(),
             members: vec![platform.parse().unwrap()],
+            repeats: None,
         }
     }
 

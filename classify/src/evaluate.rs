@@ -98,6 +98,7 @@ pub fn evaluate(input: EvalInput) -> Result<EvalReport, ClassifyError> {
             reference_platforms: input.reference_platforms.clone(),
             kinds,
             params,
+            repeats: &[],
         })
     };
     let model = train_one(input.kinds.clone(), input.train, input.params.clone())?;

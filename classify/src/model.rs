@@ -25,9 +25,17 @@ pub struct ClassLabel {
     pub id: String,
     /// Its member platforms.
     pub members: Vec<Platform>,
+    /// How its answers repeated when collected twice (absent: not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<crate::determinism::RepeatCheck>,
 }
 
 impl ClassLabel {
+    /// Measured to answer bit for bit the same when asked again.
+    pub fn deterministic(&self) -> bool {
+        self.repeats.is_some_and(|r| r.deterministic())
+    }
+
     pub fn name(&self) -> String {
         match self.members.as_slice() {
             [one] => one.to_string(),
@@ -65,6 +73,9 @@ pub struct TrainInput<'a> {
     pub reference_platforms: Option<Vec<String>>,
     pub kinds: Vec<FeatureKind>,
     pub params: TrainParams,
+    /// Answers collected a second time to some of `records`' probes on the same platforms: which
+    /// classes repeat bit for bit (empty: not measured).
+    pub repeats: &'a [Record],
 }
 
 impl PlatformModel {
@@ -100,14 +111,19 @@ impl PlatformModel {
             ));
         }
         let grouping = group_eqcs(labelled.iter().copied())?;
-        let classes: Vec<ClassLabel> = grouping
+        let mut classes: Vec<ClassLabel> = grouping
             .eqcs
             .iter()
             .map(|e| ClassLabel {
                 id: e.id.clone(),
                 members: e.members.clone(),
+                repeats: None,
             })
             .collect();
+        let checks = crate::determinism::repeat_checks(&classes, input.records, input.repeats);
+        for (class, check) in classes.iter_mut().zip(checks) {
+            class.repeats = check;
+        }
         let class_of = |r: &Record| {
             classes
                 .iter()

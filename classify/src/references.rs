@@ -61,6 +61,13 @@ impl ReferenceIndex {
             .map_or(&[], Vec::as_slice)
     }
 
+    /// Whether `platform` answered this probe among the references.
+    pub fn answered(&self, probe: &str, platform: &str) -> bool {
+        self.by_probe
+            .get(probe)
+            .is_some_and(|a| a.contains_key(platform))
+    }
+
     /// How many of the spec's references answered this probe.
     pub fn coverage(&self, probe: &str, platforms: &[String]) -> usize {
         self.views(probe, platforms).iter().flatten().count()

@@ -174,6 +174,9 @@ pub struct Verifier<'a> {
     tokens: u64,
     /// Open-set vectors of answers that matched nothing bit for bit.
     unmatched: Vec<Vec<f64>>,
+    /// Answers that ruled out every known class (each repeats bit for bit and answered
+    /// that probe otherwise).
+    unreproduced: usize,
     tampered: Vec<String>,
     verdict: Option<Verdict>,
 }
@@ -232,6 +235,7 @@ impl<'a> Verifier<'a> {
             evidence: Vec::new(),
             tokens: 0,
             unmatched: Vec::new(),
+            unreproduced: 0,
             tampered: Vec::new(),
             verdict: None,
         })
@@ -322,10 +326,18 @@ impl<'a> Verifier<'a> {
                 let (lp, z) = scored.into_iter().next().expect("one record scored");
                 let top = lp.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 self.unmatched.push(z);
-                (
-                    "classifier",
-                    lp.iter().map(|v| (v - top).max(-cap)).collect(),
-                )
+                let mut ll: Vec<f64> = lp.iter().map(|v| (v - top).max(-cap)).collect();
+                // A class measured to repeat bit for bit, whose own answer to this probe is
+                // known and differs, is ruled out (up to the cap, on top of the classifier's
+                // score, so the format evidence between classes stays).
+                let ruled: Vec<usize> = (0..k).filter(|c| self.differs_from(*c, record)).collect();
+                for c in &ruled {
+                    ll[*c] -= cap;
+                }
+                if ruled.len() == k {
+                    self.unreproduced += 1;
+                }
+                ("classifier", ll)
             }
         };
         let before = self.llr();
@@ -356,7 +368,32 @@ impl<'a> Verifier<'a> {
         self.verdict.as_ref()
     }
 
+    /// Whether class `c` repeats bit for bit and its answer to this probe (in training or among
+    /// the references) is known: then an answer matching nothing bitwise is not its.
+    fn differs_from(&self, c: usize, record: &Record) -> bool {
+        let class = &self.model.classes[c];
+        class.deterministic()
+            && (self
+                .reference_class
+                .iter()
+                .any(|(p, cls)| *cls == c && self.refs.answered(&record.probe_id, p))
+                || self
+                    .model
+                    .exact
+                    .probes
+                    .get(&record.probe_id)
+                    .is_some_and(|answers| answers.values().any(|cs| cs.contains(&c))))
+    }
+
     fn open_set_unknown(&self) -> Option<String> {
+        if self.unreproduced >= self.params.min_queries {
+            let best = top_label(&self.cumulative).unwrap_or(0);
+            return Some(format!(
+                "{} answers differ bit for bit from every known class's answer to the same probe, and every known class was measured to repeat its answers bit for bit (nearest: {})",
+                self.unreproduced,
+                self.model.classes[best].name()
+            ));
+        }
         if self.unmatched.len() < self.params.min_queries {
             return None;
         }

@@ -57,7 +57,7 @@ pub enum Command {
         white_box: bool,
         /// Formats to split, white-box (llama.cpp's usual grid).
         #[arg(long, value_delimiter = ',', default_value = "f32,f16,q8_0,q4_0")]
-        formats: Vec<String>,
+        formats: Vec<hspi_datasets::NumericFormat>,
         /// Candidate prompts, white-box.
         #[arg(long, default_value_t = 200)]
         count: usize,
@@ -178,10 +178,6 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             json,
         } => {
             if white_box {
-                let formats = formats
-                    .iter()
-                    .map(|f| f.parse().map_err(|e| anyhow::anyhow!("--formats: {e}")))
-                    .collect::<anyhow::Result<Vec<_>>>()?;
                 let candidates = prompt.prompts(count);
                 let w = hspi_probe::border_prompts::white_box(
                     weights.as_deref(),

@@ -63,6 +63,34 @@ fn avx512_builds_are_told_apart_with_only_avx2_references() {
         accuracy_at(hspi, 8),
         accuracy_at(baseline, 1)
     );
+    // Per dimension: the most probable class has the served format 98.8 % at 1 query, 100 % at 8.
+    let format_curve = hspi["per_dimension"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d[0] == "format")
+        .map(|d| d[1].clone())
+        .unwrap();
+    let at = |n: u64| {
+        format_curve
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p[0].as_u64() == Some(n))
+            .and_then(|p| p[1].as_f64())
+            .unwrap()
+    };
+    assert!(at(1) >= 0.97 && at(8) >= 0.99, "{format_curve}");
+    // Limits measured, not asserted: a held-out AVX-512 class is flagged unknown on 5-50 % of
+    // decisions and its format named by its nearest known class 0 % of the time (the nearest is
+    // another AVX-512 class: the classifier keys on the instruction set). See the README.
+    for h in report["held_out"].as_array().unwrap() {
+        eprintln!(
+            "held out {}: flagged unknown {}, format named {}",
+            h["name"], h["flagged_unknown"], h["format_named"]
+        );
+    }
+    assert!(report["known_flagged_unknown"][0][1].as_f64().unwrap() <= 0.025);
     // Measured when committed: 0.969, 0.995, 1.000; baseline 0.213.
     assert!(accuracy_at(hspi, 1) >= 0.9, "{report}");
     assert!(accuracy_at(hspi, 8) >= 0.97, "{report}");

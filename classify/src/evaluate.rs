@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use hspi_datasets::Record;
+use hspi_datasets::{Dimension, Record};
 use rand::seq::IndexedRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -58,6 +58,10 @@ pub struct Scores {
     /// `confusion[true][predicted]`; the last column counts "unknown".
     pub confusion: Vec<Vec<usize>>,
     pub by_queries: QueryCurve,
+    /// Per dimension, (queries per decision, share of decisions whose most probable class has
+    /// the served platform's value on that dimension), unknown or not.
+    #[serde(default)]
+    pub per_dimension: Vec<(Dimension, Vec<(usize, f64)>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,6 +70,10 @@ pub struct HeldOut {
     pub name: String,
     /// (queries per decision, fraction flagged unknown)
     pub flagged_unknown: Vec<(usize, f64)>,
+    /// (queries per decision, fraction whose most probable known class has the held-out
+    /// class's format): the format named right though the platform is not known.
+    #[serde(default)]
+    pub format_named: Vec<(usize, f64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,6 +197,15 @@ pub fn evaluate(input: EvalInput) -> Result<EvalReport, ClassifyError> {
                         *n,
                         unknown_rate(&without, &theirs, input.references, *n, input.seed),
                     )
+                })
+                .collect(),
+            format_named: input
+                .queries
+                .iter()
+                .map(|n| {
+                    let rates =
+                        dimension_rates(&without, &theirs, input.references, *n, input.seed);
+                    (*n, rates[Dimension::Format as usize])
                 })
                 .collect(),
         });
@@ -315,13 +332,58 @@ fn scores(
     let all: usize = per_class.iter().map(|c| c.total).sum();
     let single_query =
         per_class.iter().map(|c| c.correct).sum::<usize>() as f64 / all.max(1) as f64;
+    let per_dimension = Dimension::ALL
+        .into_iter()
+        .map(|d| {
+            let curve = queries
+                .iter()
+                .map(|n| (*n, dimension_rates(model, test, refs, *n, seed)[d as usize]))
+                .filter(|(_, v)| !v.is_nan())
+                .collect();
+            (d, curve)
+        })
+        .collect();
     Scores {
         features: model.spec.describe(),
         single_query,
         per_class,
         confusion,
         by_queries: QueryCurve { points },
+        per_dimension,
     }
+}
+
+/// Per dimension (in [`Dimension::ALL`] order), the share of decisions over `n` queries whose
+/// most probable class has, on that dimension, the value of the platform that answered.
+fn dimension_rates(
+    model: &PlatformModel,
+    records: &[&Record],
+    refs: &ReferenceIndex,
+    n: usize,
+    seed: u64,
+) -> Vec<f64> {
+    let scored = model.score_records(records, refs);
+    let sets = draws(&by_platform(records), n, seed);
+    let mut right = [0usize; 5];
+    for set in &sets {
+        let recs: Vec<&Record> = set.iter().map(|i| records[*i]).collect();
+        let sc: Vec<&(Vec<f64>, Vec<f64>)> = set.iter().map(|i| &scored[*i]).collect();
+        let id = model.decide(&recs, &sc, refs);
+        let (Some(top), Some(served)) = (id.posterior.first(), &recs[0].platform) else {
+            continue;
+        };
+        let Some(class) = model.classes.iter().find(|c| c.id == top.class) else {
+            continue;
+        };
+        for d in Dimension::ALL {
+            let value = d.field(served);
+            right[d as usize] += usize::from(class.members.iter().any(|m| d.field(m) == value));
+        }
+    }
+    right
+        .iter()
+        .map(|r| *r as f64 / sets.len() as f64)
+        .collect()
 }
 
 fn unknown_rate(

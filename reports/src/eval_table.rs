@@ -50,6 +50,26 @@ pub fn render_markdown(r: &EvalReport) -> String {
         "| random guess | - |{}\n\n",
         format!(" {} |", pct(r.random_guess)).repeat(ns.len())
     ));
+    if !r.hspi.per_dimension.is_empty() {
+        s.push_str(
+            "## Per dimension (the most probable class has the served value)\n\n| dimension |",
+        );
+        for n in &ns {
+            s.push_str(&format!(" {n} |"));
+        }
+        s.push_str("\n|---|");
+        s.push_str(&"---|".repeat(ns.len()));
+        s.push('\n');
+        for (d, curve) in &r.hspi.per_dimension {
+            s.push_str(&format!("| {d} |"));
+            for n in &ns {
+                let v = curve.iter().find(|p| p.0 == *n).map_or(f64::NAN, |p| p.1);
+                s.push_str(&format!(" {} |", pct(v)));
+            }
+            s.push('\n');
+        }
+        s.push('\n');
+    }
     s.push_str("## Per class (one query)\n\n| class | platform | correct | accuracy |\n|---|---|---|---|\n");
     for c in &r.hspi.per_class {
         s.push_str(&format!(
@@ -86,12 +106,15 @@ pub fn render_markdown(r: &EvalReport) -> String {
     for n in &qs {
         s.push_str(&format!(" flagged unknown, {n} q |"));
     }
+    for n in &qs {
+        s.push_str(&format!(" format named, {n} q |"));
+    }
     s.push_str("\n|---|---|");
-    s.push_str(&"---|".repeat(qs.len()));
+    s.push_str(&"---|".repeat(2 * qs.len()));
     s.push('\n');
     for h in &r.held_out {
         s.push_str(&format!("| {} | {} |", h.class, h.name));
-        for (_, v) in &h.flagged_unknown {
+        for (_, v) in h.flagged_unknown.iter().chain(&h.format_named) {
             s.push_str(&format!(" {} |", pct(*v)));
         }
         s.push('\n');
@@ -100,6 +123,7 @@ pub fn render_markdown(r: &EvalReport) -> String {
     for (_, v) in &r.known_flagged_unknown {
         s.push_str(&format!(" {} |", pct(*v)));
     }
+    s.push_str(&" - |".repeat(qs.len()));
     s.push('\n');
     if let Some((name, t)) = &r.transfer {
         s.push_str(&format!(

@@ -9,7 +9,6 @@ use hspi_datasets::{Platform, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::exact::output_hash;
-use crate::model::ClassLabel;
 
 /// How a class's repeated answers compared with its first ones.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,10 +26,10 @@ impl RepeatCheck {
     }
 }
 
-/// Each class's repeat check: `repeats` are answers collected again, on the same platforms, to
-/// probes `records` already holds.
+/// Each class's repeat check (a class given by its member platforms): `repeats` are answers
+/// collected again, on the same platforms, to probes `records` already holds.
 pub fn repeat_checks(
-    classes: &[ClassLabel],
+    classes: &[&[Platform]],
     records: &[Record],
     repeats: &[Record],
 ) -> Vec<Option<RepeatCheck>> {
@@ -43,7 +42,7 @@ pub fn repeat_checks(
         let Some(platform) = &r.platform else {
             continue;
         };
-        let Some(class) = classes.iter().position(|c| c.members.contains(platform)) else {
+        let Some(class) = classes.iter().position(|c| c.contains(platform)) else {
             continue;
         };
         let Some(before) = first.get(&(platform, r.probe_id.as_str())) else {
@@ -82,15 +81,8 @@ mod tests {
             "cpu-avx2/llamacpp-1/f16/bs4",
             "cpu-avx2/llamacpp-1/q8_0/bs1",
         );
-        let classes: Vec<ClassLabel> = [a, b, c]
-            .iter()
-            .enumerate()
-            .map(|(i, p)| ClassLabel {
-                id: format!("E{i}"),
-                members: vec![p.parse().unwrap()],
-                repeats: None,
-            })
-            .collect();
+        let platforms: Vec<Platform> = [a, b, c].iter().map(|p| p.parse().unwrap()).collect();
+        let classes: Vec<&[Platform]> = platforms.iter().map(std::slice::from_ref).collect();
         let records = vec![
             record(a, "p1", 0.5),
             record(a, "p2", 0.25),

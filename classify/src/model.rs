@@ -120,7 +120,8 @@ impl PlatformModel {
                 repeats: None,
             })
             .collect();
-        let checks = crate::determinism::repeat_checks(&classes, input.records, input.repeats);
+        let members: Vec<&[Platform]> = classes.iter().map(|c| c.members.as_slice()).collect();
+        let checks = crate::determinism::repeat_checks(&members, input.records, input.repeats);
         for (class, check) in classes.iter_mut().zip(checks) {
             class.repeats = check;
         }

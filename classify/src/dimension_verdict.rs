@@ -75,7 +75,7 @@ impl DimensionVerdict {
 }
 
 /// A platform's field as a report shows it: formats with their family.
-fn shown(d: Dimension, p: &Platform) -> String {
+pub fn shown(d: Dimension, p: &Platform) -> String {
     let field = d.field(p).unwrap_or_else(|| "-".into());
     match (d, FormatFamily::of(p.format)) {
         (Dimension::Format, Some(family)) if family.name() != field => {

@@ -2,9 +2,10 @@
 //! in training, otherwise the classifier's posterior summed over queries, with open-set rejection.
 
 use hspi_datasets::top_label;
-use hspi_datasets::Record;
+use hspi_datasets::{Dimension, Record};
 use serde::{Deserialize, Serialize};
 
+use crate::dimension_verdict::shown;
 use crate::exact::Lookup;
 use crate::features::View;
 use crate::linear::{log_softmax, standardise};
@@ -52,6 +53,10 @@ pub struct Identification {
     pub open_set_threshold: f64,
     /// Queries whose probe no reference platform answered (their features are blind).
     pub without_references: usize,
+    /// Per dimension, the value of the most probable class (for an unknown platform: the
+    /// nearest known value of each dimension); a format also with its family.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nearest: Vec<(Dimension, String)>,
 }
 
 impl Identification {
@@ -101,6 +106,26 @@ impl PlatformModel {
         scored: &[&(Vec<f64>, Vec<f64>)],
         refs: &ReferenceIndex,
     ) -> Identification {
+        let mut id = self.decide_class(records, scored, refs);
+        if let Some(class) = id
+            .posterior
+            .first()
+            .and_then(|p| self.classes.iter().find(|c| c.id == p.class))
+        {
+            id.nearest = Dimension::ALL
+                .into_iter()
+                .filter_map(|d| class.members.first().map(|m| (d, shown(d, m))))
+                .collect();
+        }
+        id
+    }
+
+    fn decide_class(
+        &self,
+        records: &[&Record],
+        scored: &[&(Vec<f64>, Vec<f64>)],
+        refs: &ReferenceIndex,
+    ) -> Identification {
         let target = records
             .first()
             .map(|r| r.target.clone())
@@ -131,6 +156,7 @@ impl PlatformModel {
             open_set_score: None,
             open_set_threshold: self.open_set.threshold,
             without_references: 0,
+            nearest: Vec::new(),
         };
         if records.is_empty() {
             return out;

@@ -19,6 +19,15 @@ pub fn render_text(ids: &[Identification]) -> String {
             Decision::Unknown { reason } => format!("unknown platform: {reason}"),
         };
         s.push_str(&format!("  identified: {verdict}\n"));
+        if !id.nearest.is_empty() {
+            let label = if id.is_unknown() {
+                "nearest known"
+            } else {
+                "per dimension"
+            };
+            let values: Vec<String> = id.nearest.iter().map(|(d, v)| format!("{d} {v}")).collect();
+            s.push_str(&format!("  {label}: {}\n", values.join(", ")));
+        }
         s.push_str(&format!(
             "  evidence: {} queries, {} output tokens, {}",
             id.queries, id.output_tokens, id.method

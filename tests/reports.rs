@@ -17,6 +17,7 @@ fn filters() -> Vec<(&'static str, &'static str)> {
         (r"127\.0\.0\.1:\d+", "127.0.0.1:[port]"),
         (r"/tmp/[^ `\n)\x22|]+", "[path]"),
         (r"cpu-[a-z0-9]+/", "cpu-ISA/"),
+        (r#""cpu-[a-z0-9]+""#, r#""cpu-ISA""#),
         (r"hspi \d+\.\d+\.\d+", "hspi [version]"),
         (r"[Cc]lassifier `?[0-9a-f]{16}`?", "classifier [id]"),
         (

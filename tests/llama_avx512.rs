@@ -28,7 +28,12 @@ fn sets(split: &str) -> Vec<String> {
 }
 
 fn accuracy_at(section: &serde_json::Value, queries: u64) -> f64 {
-    section["by_queries"]["points"]
+    point_at(&section["by_queries"]["points"], queries)
+}
+
+/// The value at `queries` of a `[[queries, value, …], …]` curve.
+fn point_at(points: &serde_json::Value, queries: u64) -> f64 {
+    points
         .as_array()
         .unwrap()
         .iter()
@@ -71,15 +76,7 @@ fn avx512_builds_are_told_apart_with_only_avx2_references() {
         .find(|d| d[0] == "format")
         .map(|d| d[1].clone())
         .unwrap();
-    let at = |n: u64| {
-        format_curve
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p[0].as_u64() == Some(n))
-            .and_then(|p| p[1].as_f64())
-            .unwrap()
-    };
+    let at = |n: u64| point_at(&format_curve, n);
     assert!(at(1) >= 0.97 && at(8) >= 0.99, "{format_curve}");
     // Limits measured, not asserted: a held-out AVX-512 class is flagged unknown on 5-50 % of
     // decisions and its format named by its nearest known class 0 % of the time (the nearest is

@@ -109,6 +109,14 @@ fn claimed_text(claim: &PlatformPattern, d: Dimension, classes: &[ClassLabel]) -
     }
 }
 
+/// Per class, whether a member satisfies the claim on dimension `d`.
+pub fn on_claim(claim: &PlatformPattern, d: Dimension, classes: &[ClassLabel]) -> Vec<bool> {
+    classes
+        .iter()
+        .map(|c| c.members.iter().any(|m| claim.matches_dimension(d, m)))
+        .collect()
+}
+
 /// The best class the claim gets wrong on `d` against the best class it gets right on `d`; None
 /// when the known classes do not differ there.
 pub fn dimension_llr(
@@ -117,17 +125,18 @@ pub fn dimension_llr(
     classes: &[ClassLabel],
     cumulative: &[f64],
 ) -> Option<f64> {
-    let on: Vec<bool> = classes
-        .iter()
-        .map(|c| c.members.iter().any(|m| claim.matches_dimension(d, m)))
-        .collect();
+    llr_between(&on_claim(claim, d, classes), cumulative)
+}
+
+fn llr_between(on: &[bool], cumulative: &[f64]) -> Option<f64> {
     let best = |want: bool| {
-        (0..classes.len())
-            .filter(|c| on[*c] == want)
-            .map(|c| cumulative[c])
+        on.iter()
+            .zip(cumulative)
+            .filter(|(o, _)| **o == want)
+            .map(|(_, v)| *v)
             .fold(f64::NEG_INFINITY, f64::max)
     };
-    (on.iter().any(|x| !x) && on.iter().any(|x| *x)).then(|| best(false) - best(true))
+    (on.contains(&false) && on.contains(&true)).then(|| best(false) - best(true))
 }
 
 /// The verdict on each dimension the claim names. `cumulative` holds each class's summed
@@ -144,10 +153,9 @@ pub fn dimension_verdicts(
         .claimed()
         .into_iter()
         .map(|d| {
-            let referenced = classes
-                .iter()
-                .any(|c| c.members.iter().any(|m| claim.matches_dimension(d, m)));
-            let llr = dimension_llr(claim, d, classes, cumulative);
+            let on = on_claim(claim, d, classes);
+            let referenced = on.contains(&true);
+            let llr = llr_between(&on, cumulative);
             // The format is weighed by evidence that tolerates a change of hardware or build, so
             // it is decided even when the answers match no known class exactly; the other
             // dimensions are then unknown.

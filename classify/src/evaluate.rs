@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ClassifyError;
 use crate::features::FeatureKind;
-use crate::identify::Decision;
+use crate::identify::Identification;
 use crate::linear::TrainParams;
 use crate::model::{ClassLabel, PlatformModel, TrainInput};
 use crate::references::ReferenceIndex;
@@ -158,14 +158,20 @@ pub fn evaluate(input: EvalInput) -> Result<EvalReport, ClassifyError> {
             .count();
         (right, labelled.len())
     };
+    let test_scored = model.score_records(&test, input.references);
     let known_flagged_unknown = input
         .queries
         .iter()
         .map(|n| {
-            (
+            let decided = decisions(
+                &model,
+                &test,
+                &test_scored,
+                input.references,
                 *n,
-                unknown_rate(&model, &test, input.references, *n, input.seed),
-            )
+                input.seed,
+            );
+            (*n, unknown_share(&decided))
         })
         .collect();
     let single_alpha = TrainParams {
@@ -186,28 +192,21 @@ pub fn evaluate(input: EvalInput) -> Result<EvalReport, ClassifyError> {
             .copied()
             .filter(|r| is_member(class, r))
             .collect();
+        let scored = without.score_records(&theirs, input.references);
+        let (mut flagged_unknown, mut format_named) = (Vec::new(), Vec::new());
+        for &n in &input.queries {
+            let decided = decisions(&without, &theirs, &scored, input.references, n, input.seed);
+            flagged_unknown.push((n, unknown_share(&decided)));
+            format_named.push((
+                n,
+                dimension_shares(&without, &decided)[Dimension::Format as usize],
+            ));
+        }
         held_out.push(HeldOut {
             class: class.id.clone(),
             name: class.name(),
-            flagged_unknown: input
-                .queries
-                .iter()
-                .map(|n| {
-                    (
-                        *n,
-                        unknown_rate(&without, &theirs, input.references, *n, input.seed),
-                    )
-                })
-                .collect(),
-            format_named: input
-                .queries
-                .iter()
-                .map(|n| {
-                    let rates =
-                        dimension_rates(&without, &theirs, input.references, *n, input.seed);
-                    (*n, rates[Dimension::Format as usize])
-                })
-                .collect(),
+            flagged_unknown,
+            format_named,
         });
     }
     let transfer = input.transfer.map(|(records, refs, name)| {
@@ -293,17 +292,18 @@ fn scores(
     let scored = model.score_records(test, refs);
     let k = model.classes.len();
     let mut confusion = vec![vec![0usize; k + 1]; k];
-    let groups = by_platform(test);
     let mut points = Vec::new();
+    let mut per_dimension: Vec<(Dimension, Vec<(usize, f64)>)> = Dimension::ALL
+        .into_iter()
+        .map(|d| (d, Vec::new()))
+        .collect();
     for &n in queries {
+        let decided = decisions(model, test, &scored, refs, n, seed);
         let (mut right, mut total) = (0, 0);
-        for set in draws(&groups, n, seed) {
-            let Some(t) = truth(model, test[set[0]]) else {
+        for (first, id) in &decided {
+            let Some(t) = truth(model, first) else {
                 continue;
             };
-            let recs: Vec<&Record> = set.iter().map(|i| test[*i]).collect();
-            let sc: Vec<&(Vec<f64>, Vec<f64>)> = set.iter().map(|i| &scored[*i]).collect();
-            let id = model.decide(&recs, &sc, refs);
             let predicted = id
                 .class()
                 .and_then(|c| model.classes.iter().position(|x| x.id == c));
@@ -316,6 +316,12 @@ fn scores(
         }
         if total > 0 {
             points.push((n, right as f64 / total as f64, total));
+        }
+        if !decided.is_empty() {
+            let shares = dimension_shares(model, &decided);
+            for (d, curve) in &mut per_dimension {
+                curve.push((n, shares[*d as usize]));
+            }
         }
     }
     let per_class: Vec<ClassAccuracy> = model
@@ -332,17 +338,6 @@ fn scores(
     let all: usize = per_class.iter().map(|c| c.total).sum();
     let single_query =
         per_class.iter().map(|c| c.correct).sum::<usize>() as f64 / all.max(1) as f64;
-    let per_dimension = Dimension::ALL
-        .into_iter()
-        .map(|d| {
-            let curve = queries
-                .iter()
-                .map(|n| (*n, dimension_rates(model, test, refs, *n, seed)[d as usize]))
-                .filter(|(_, v)| !v.is_nan())
-                .collect();
-            (d, curve)
-        })
-        .collect();
     Scores {
         features: model.spec.describe(),
         single_query,
@@ -355,24 +350,35 @@ fn scores(
 
 /// Per dimension (in [`Dimension::ALL`] order), the share of decisions over `n` queries whose
 /// most probable class has, on that dimension, the value of the platform that answered.
-fn dimension_rates(
+/// One decision per draw of `n` queries from a platform's answers (see [`draws`]): the draw's
+/// first record and the identification. Accuracy, the unknown rate and the per-dimension shares
+/// are all read from one pass.
+fn decisions<'r>(
     model: &PlatformModel,
-    records: &[&Record],
+    records: &[&'r Record],
+    scored: &[(Vec<f64>, Vec<f64>)],
     refs: &ReferenceIndex,
     n: usize,
     seed: u64,
-) -> Vec<f64> {
-    let scored = model.score_records(records, refs);
-    let sets = draws(&by_platform(records), n, seed);
+) -> Vec<(&'r Record, Identification)> {
+    draws(&by_platform(records), n, seed)
+        .into_iter()
+        .map(|set| {
+            let recs: Vec<&Record> = set.iter().map(|i| records[*i]).collect();
+            let sc: Vec<&(Vec<f64>, Vec<f64>)> = set.iter().map(|i| &scored[*i]).collect();
+            (records[set[0]], model.decide(&recs, &sc, refs))
+        })
+        .collect()
+}
+
+/// Per dimension (in [`Dimension::ALL`] order), the share of decisions whose most probable class
+/// has, on that dimension, the value of the platform that answered (NaN without decisions).
+fn dimension_shares(model: &PlatformModel, decided: &[(&Record, Identification)]) -> [f64; 5] {
     let mut right = [0usize; 5];
-    for set in &sets {
-        let recs: Vec<&Record> = set.iter().map(|i| records[*i]).collect();
-        let sc: Vec<&(Vec<f64>, Vec<f64>)> = set.iter().map(|i| &scored[*i]).collect();
-        let id = model.decide(&recs, &sc, refs);
-        let (Some(top), Some(served)) = (id.posterior.first(), &recs[0].platform) else {
-            continue;
-        };
-        let Some(class) = model.classes.iter().find(|c| c.id == top.class) else {
+    for (first, id) in decided {
+        let top = id.posterior.first();
+        let class = top.and_then(|t| model.classes.iter().find(|c| c.id == t.class));
+        let (Some(class), Some(served)) = (class, &first.platform) else {
             continue;
         };
         for d in Dimension::ALL {
@@ -380,35 +386,11 @@ fn dimension_rates(
             right[d as usize] += usize::from(class.members.iter().any(|m| d.field(m) == value));
         }
     }
-    right
-        .iter()
-        .map(|r| *r as f64 / sets.len() as f64)
-        .collect()
+    right.map(|r| r as f64 / decided.len() as f64)
 }
 
-fn unknown_rate(
-    model: &PlatformModel,
-    records: &[&Record],
-    refs: &ReferenceIndex,
-    n: usize,
-    seed: u64,
-) -> f64 {
-    let scored = model.score_records(records, refs);
-    let groups = by_platform(records);
-    let sets = draws(&groups, n, seed);
-    if sets.is_empty() {
-        return f64::NAN;
-    }
-    let unknown = sets
-        .iter()
-        .filter(|set| {
-            let recs: Vec<&Record> = set.iter().map(|i| records[*i]).collect();
-            let sc: Vec<&(Vec<f64>, Vec<f64>)> = set.iter().map(|i| &scored[*i]).collect();
-            matches!(
-                model.decide(&recs, &sc, refs).decision,
-                Decision::Unknown { .. }
-            )
-        })
-        .count();
-    unknown as f64 / sets.len() as f64
+/// The share of decisions that say "unknown platform" (NaN without decisions).
+fn unknown_share(decided: &[(&Record, Identification)]) -> f64 {
+    let unknown = decided.iter().filter(|(_, id)| id.is_unknown()).count();
+    unknown as f64 / decided.len() as f64
 }

@@ -9,7 +9,7 @@ use hspi_datasets::top_label;
 use hspi_datasets::{Dimension, PlatformPattern, Record};
 use serde::{Deserialize, Serialize};
 
-use crate::dimension_verdict::{dimension_llr, dimension_verdicts, DimensionVerdict};
+use crate::dimension_verdict::{dimension_llr, dimension_verdicts, on_claim, DimensionVerdict};
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
@@ -195,12 +195,7 @@ impl<'a> Verifier<'a> {
         let unreferenced: Vec<Dimension> = claim
             .claimed()
             .into_iter()
-            .filter(|d| {
-                !model
-                    .classes
-                    .iter()
-                    .any(|c| c.members.iter().any(|m| claim.matches_dimension(*d, m)))
-            })
+            .filter(|d| !on_claim(&claim, *d, &model.classes).contains(&true))
             .collect();
         let tested = claim.opened(&unreferenced);
         let claimed: Vec<usize> = model
@@ -426,21 +421,8 @@ impl<'a> Verifier<'a> {
             .flatten();
         match llr {
             Some(v) if v >= accuse => {
-                let best = (0..self.cumulative.len())
-                    .filter(|c| {
-                        !self.model.classes[*c]
-                            .members
-                            .iter()
-                            .any(|m| self.claim.matches_dimension(format, m))
-                    })
-                    .max_by(|a, b| self.cumulative[*a].total_cmp(&self.cumulative[*b]))
-                    .unwrap_or(0);
-                let class = &self.model.classes[best];
-                Verdict::Mismatch {
-                    likely_class: class.id.clone(),
-                    likely_platform: class.name(),
-                    dimensions: vec![format],
-                }
+                let on = on_claim(&self.claim, format, &self.model.classes);
+                self.mismatch(self.best_class(|c| !on[c]), vec![format])
             }
             Some(v) if v <= accept => Verdict::Inconclusive {
                 reason: format!(
@@ -449,6 +431,23 @@ impl<'a> Verifier<'a> {
                 ),
             },
             _ => Verdict::UnknownPlatform { reason },
+        }
+    }
+
+    /// The most likely class among those `keep` admits.
+    fn best_class(&self, keep: impl Fn(usize) -> bool) -> usize {
+        (0..self.cumulative.len())
+            .filter(|c| keep(*c))
+            .max_by(|a, b| self.cumulative[*a].total_cmp(&self.cumulative[*b]))
+            .unwrap_or(0)
+    }
+
+    fn mismatch(&self, class: usize, dimensions: Vec<Dimension>) -> Verdict {
+        let class = &self.model.classes[class];
+        Verdict::Mismatch {
+            likely_class: class.id.clone(),
+            likely_platform: class.name(),
+            dimensions,
         }
     }
 
@@ -474,26 +473,18 @@ impl<'a> Verifier<'a> {
             }
         }
         if llr >= accuse {
-            let best = (0..self.cumulative.len())
-                .filter(|c| !self.claimed.contains(c))
-                .max_by(|a, b| self.cumulative[*a].total_cmp(&self.cumulative[*b]))
-                .unwrap_or(0);
-            let class = &self.model.classes[best];
+            let best = self.best_class(|c| !self.claimed.contains(&c));
             // The dimensions the claim gets wrong for every member of the likely class.
+            let members = &self.model.classes[best].members;
             let dimensions = Dimension::ALL
                 .into_iter()
                 .filter(|d| {
-                    class
-                        .members
+                    members
                         .iter()
                         .all(|m| self.tested.mismatched(m).contains(d))
                 })
                 .collect();
-            return Some(Verdict::Mismatch {
-                likely_class: class.id.clone(),
-                likely_platform: class.name(),
-                dimensions,
-            });
+            return Some(self.mismatch(best, dimensions));
         }
         if llr <= accept && !self.unreferenced.is_empty() {
             let open: Vec<String> = self

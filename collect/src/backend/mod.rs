@@ -63,7 +63,7 @@ pub trait Backend: Sync {
     }
 }
 
-fn runs_no(backend: &str, platform: &Platform, kind: &str, model: &str) -> CollectError {
+pub(crate) fn runs_no(backend: &str, platform: &Platform, kind: &str, model: &str) -> CollectError {
     CollectError::Unsupported {
         platform: platform.to_string(),
         model: model.into(),

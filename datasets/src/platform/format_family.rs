@@ -79,11 +79,6 @@ impl FormatFamily {
     pub fn of(format: NumericFormat) -> Option<FormatFamily> {
         FormatFamily::ALL.into_iter().find(|f| f.covers(format))
     }
-
-    /// The hspi formats this family covers, among `known`.
-    pub fn members(self, known: &[NumericFormat]) -> Vec<NumericFormat> {
-        known.iter().copied().filter(|f| self.covers(*f)).collect()
-    }
 }
 
 impl fmt::Display for FormatFamily {

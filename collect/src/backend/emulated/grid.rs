@@ -6,7 +6,7 @@ use hspi_datasets::{
 };
 
 use super::EmulatedImage;
-use crate::backend::{on_this_cpu, this_cpu, Backend, ImageRunner};
+use crate::backend::{on_this_cpu, runs_no, this_cpu, Backend, ImageRunner};
 use crate::error::{CollectError, Result};
 use crate::zoo::{ImageModel, Model, ModelId};
 
@@ -103,7 +103,7 @@ impl Backend for Emulated {
         match model {
             // Building an image runner is cheap and validates the platform.
             Model::Image(m) => self.image_runner(m, platform).map(drop),
-            other => self.lm_runner(other, platform).map(drop),
+            other => Err(runs_no(self.name(), platform, "language", &other.info().id)),
         }
     }
 

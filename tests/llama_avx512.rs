@@ -246,28 +246,19 @@ fn avx512_answers_get_a_format_verdict_from_avx2_references_and_no_hardware_verd
             let (format, hardware) = (dimension(&report, "format"), dimension(&report, "hardware"));
             table.push(format!("served {served:>4}, claimed {claimed:>4}: exit {code}, format {format}, hardware {hardware}"));
             assert_eq!(hardware, "inconclusive", "no AVX-512 reference: {report}");
-            // Across instruction sets, F32 and F16 are too close to tell apart; 8-bit and 4-bit
-            // are told from them and from each other. Measured when committed: every pair below
-            // as asserted, within 12 queries.
-            fn group(f: &str) -> &str {
-                if f == "f16" {
-                    "f32"
-                } else {
-                    f
-                }
-            }
-            if group(served) == group(claimed) {
+            // The format evidence reads how much of each AVX2 format's own rounding pattern the
+            // AVX-512 answer keeps: every format is told from every other, F32 from F16 too.
+            // Measured when committed: every pair as asserted, within 2 queries.
+            if served == claimed {
                 assert_eq!(code, 3, "an honest format is never accused: {report}");
-                assert_ne!(format, "mismatch", "{report}");
-                if served == claimed && served.starts_with('q') {
-                    assert_eq!(format, "consistent", "{report}");
-                }
+                assert_eq!(format, "consistent", "{report}");
             } else {
                 assert_eq!((code, format.as_str()), (1, "mismatch"), "{report}");
                 assert_eq!(
                     report["verdict"]["dimensions"],
                     serde_json::json!(["format"])
                 );
+                assert!(report["queries"].as_u64().unwrap() <= 8, "{report}");
             }
         }
     }

@@ -140,11 +140,14 @@ fn llr_between(on: &[bool], cumulative: &[f64]) -> Option<f64> {
 }
 
 /// The verdict on each dimension the claim names. `cumulative` holds each class's summed
-/// log-likelihood; `unknown` says the overall test found the answers unlike every known class.
+/// log-likelihood; `format`, where there is one, each class's summed format evidence that
+/// tolerates a change of hardware or build (the format dimension is decided from it); `unknown`
+/// says the overall test found the answers unlike every known class.
 pub fn dimension_verdicts(
     claim: &PlatformPattern,
     classes: &[ClassLabel],
     cumulative: &[f64],
+    format: Option<&[f64]>,
     (accuse, accept): (f64, f64),
     unknown: bool,
 ) -> Vec<DimensionVerdict> {
@@ -155,7 +158,11 @@ pub fn dimension_verdicts(
         .map(|d| {
             let on = on_claim(claim, d, classes);
             let referenced = on.contains(&true);
-            let llr = llr_between(&on, cumulative);
+            let scores = match (d, format) {
+                (Dimension::Format, Some(f)) => f,
+                _ => cumulative,
+            };
+            let llr = llr_between(&on, scores);
             // The format is weighed by evidence that tolerates a change of hardware or build, so
             // it is decided even when the answers match no known class exactly; the other
             // dimensions are then unknown.
@@ -235,7 +242,14 @@ mod tests {
     fn the_format_can_be_settled_while_the_hardware_is_not() {
         let claim: PlatformPattern = "cpu-avx2/llamacpp/f16/*".parse().unwrap();
         // The two f16 builds are alike, the q8_0 class far away.
-        let v = dimension_verdicts(&claim, &classes(), &[0.0, -20.0, -1.0], THRESHOLDS, false);
+        let v = dimension_verdicts(
+            &claim,
+            &classes(),
+            &[0.0, -20.0, -1.0],
+            None,
+            THRESHOLDS,
+            false,
+        );
         let by = |d: Dimension| v.iter().find(|x| x.dimension == d).unwrap();
         assert_eq!(by(Dimension::Format).status, DimensionStatus::Consistent);
         assert_eq!(
@@ -252,19 +266,47 @@ mod tests {
     #[test]
     fn a_mismatch_is_on_the_dimension_that_fails_and_int8_covers_q8_0() {
         let f16: PlatformPattern = "*/llamacpp/f16/*".parse().unwrap();
-        let v = dimension_verdicts(&f16, &classes(), &[-20.0, 0.0, -20.0], THRESHOLDS, false);
+        let v = dimension_verdicts(
+            &f16,
+            &classes(),
+            &[-20.0, 0.0, -20.0],
+            None,
+            THRESHOLDS,
+            false,
+        );
         assert_eq!(v.len(), 2, "engine and format are claimed");
         assert_eq!(v[1].status, DimensionStatus::Mismatch);
         assert_eq!(v[1].nearest, "q8_0 (int8)");
         let int8: PlatformPattern = "*/*/int8/*".parse().unwrap();
-        let v = dimension_verdicts(&int8, &classes(), &[-20.0, 0.0, -20.0], THRESHOLDS, false);
+        let v = dimension_verdicts(
+            &int8,
+            &classes(),
+            &[-20.0, 0.0, -20.0],
+            None,
+            THRESHOLDS,
+            false,
+        );
         assert_eq!(v[0].status, DimensionStatus::Consistent);
         assert_eq!(v[0].claimed, "int8 = q8_0");
         // Unlike every known class: the format is still decided, the rest is unknown.
-        let v = dimension_verdicts(&int8, &classes(), &[0.0, -20.0, -20.0], THRESHOLDS, true);
+        let v = dimension_verdicts(
+            &int8,
+            &classes(),
+            &[0.0, -20.0, -20.0],
+            None,
+            THRESHOLDS,
+            true,
+        );
         assert_eq!(v[0].status, DimensionStatus::Mismatch);
         assert_eq!(v[0].nearest, "f16 (fp16)");
-        let v = dimension_verdicts(&f16, &classes(), &[0.0, -20.0, -1.0], THRESHOLDS, true);
+        let v = dimension_verdicts(
+            &f16,
+            &classes(),
+            &[0.0, -20.0, -1.0],
+            None,
+            THRESHOLDS,
+            true,
+        );
         assert_eq!(v[0].status, DimensionStatus::Unknown, "engine");
         assert_eq!(v[1].status, DimensionStatus::Consistent, "format");
     }

@@ -9,6 +9,7 @@ pub mod evaluate;
 pub mod evidence;
 pub mod exact;
 pub mod features;
+pub mod format_evidence;
 pub mod identify;
 pub mod integrity;
 pub mod linear;

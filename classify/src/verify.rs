@@ -13,6 +13,8 @@ use crate::dimension_verdict::{dimension_llr, dimension_verdicts, on_claim, Dime
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
+use crate::features::View;
+use crate::format_evidence::FormatReferences;
 use crate::identify::output_tokens;
 use crate::integrity::violations;
 use crate::model::PlatformModel;
@@ -170,6 +172,10 @@ pub struct Verifier<'a> {
     claimed: Vec<usize>,
     params: VerifyParams,
     cumulative: Vec<f64>,
+    /// Which references stand for which format, when they cover every class's format.
+    formats: Option<FormatReferences>,
+    /// Per class, the summed format evidence that tolerates a change of hardware or build.
+    format_cumulative: Vec<f64>,
     evidence: Vec<QueryEvidence>,
     tokens: u64,
     /// Open-set vectors of answers that matched nothing bit for bit.
@@ -226,6 +232,8 @@ impl<'a> Verifier<'a> {
             unreferenced,
             claimed,
             cumulative: vec![0.0; model.classes.len()],
+            formats: FormatReferences::new(&model.spec.references, &model.classes),
+            format_cumulative: vec![0.0; model.classes.len()],
             params,
             evidence: Vec::new(),
             tokens: 0,
@@ -335,6 +343,17 @@ impl<'a> Verifier<'a> {
                 ("classifier", ll)
             }
         };
+        if let Some(f) = &self.formats {
+            let views = self
+                .refs
+                .views(&record.probe_id, &self.model.spec.references);
+            if let Some(s) = f.score(&View::of(&record.outputs), &views, cap) {
+                let per_class = f.class_scores(&s, &self.model.classes);
+                for (c, v) in self.format_cumulative.iter_mut().zip(per_class) {
+                    *c += v;
+                }
+            }
+        }
         let before = self.llr();
         for (c, v) in self.cumulative.iter_mut().zip(&ll) {
             *c += v;
@@ -409,25 +428,56 @@ impl<'a> Verifier<'a> {
         })
     }
 
+    /// The format's log-likelihood ratio (best class off the claimed format against the best on
+    /// it): from the evidence that tolerates a change of hardware or build where the references
+    /// cover every class's format, else from the classes' own. None when the claim leaves the
+    /// format open or no reference has it.
+    fn format_llr(&self) -> Option<f64> {
+        if self.unreferenced.contains(&Dimension::Format) {
+            return None;
+        }
+        dimension_llr(
+            &self.claim,
+            Dimension::Format,
+            &self.model.classes,
+            self.format_scores(),
+        )
+    }
+
+    /// The per-class scores the format dimension is decided from.
+    fn format_scores(&self) -> &[f64] {
+        if self.formats.is_some() {
+            &self.format_cumulative
+        } else {
+            &self.cumulative
+        }
+    }
+
+    /// An accusation on the format alone: the likely class is the best off the claimed format
+    /// by the format evidence, then by the classes' own.
+    fn format_mismatch(&self) -> Verdict {
+        let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
+        let scores = self.format_scores();
+        let best = (0..on.len()).filter(|c| !on[*c]).max_by(|a, b| {
+            scores[*a]
+                .total_cmp(&scores[*b])
+                .then(self.cumulative[*a].total_cmp(&self.cumulative[*b]))
+        });
+        self.mismatch(best.unwrap_or(0), vec![Dimension::Format])
+    }
+
     /// The answers match no known class. The format, weighed by evidence that tolerates a change
     /// of hardware or build, may still be decided: a format mismatch is an accusation on that
     /// dimension; a consistent format leaves the rest unknown and the verdict inconclusive,
     /// because an honest provider on a stack hspi has no reference for looks exactly so.
     fn unknown(&self, reason: String) -> Verdict {
         let (accuse, accept) = self.params.thresholds();
-        let format = Dimension::Format;
-        let llr = (!self.unreferenced.contains(&format))
-            .then(|| dimension_llr(&self.claim, format, &self.model.classes, &self.cumulative))
-            .flatten();
-        match llr {
-            Some(v) if v >= accuse => {
-                let on = on_claim(&self.claim, format, &self.model.classes);
-                self.mismatch(self.best_class(|c| !on[c]), vec![format])
-            }
+        match self.format_llr() {
+            Some(v) if v >= accuse => self.format_mismatch(),
             Some(v) if v <= accept => Verdict::Inconclusive {
                 reason: format!(
                     "the claimed format {} is consistent (log-likelihood ratio {v:.2}), but {reason}: the other claimed dimensions are unknown",
-                    self.claim.get(format).unwrap_or("*")
+                    self.claim.get(Dimension::Format).unwrap_or("*")
                 ),
             },
             _ => Verdict::UnknownPlatform { reason },
@@ -451,6 +501,22 @@ impl<'a> Verifier<'a> {
         }
     }
 
+    /// The claimed dimensions the likely alternative class gets wrong and the evidence supports:
+    /// where the format has evidence of its own that tolerates hardware differences, the format
+    /// is accused only on that evidence (see [`Self::decide`]), never on the classes' alone.
+    fn accused_dimensions(&self, best: usize) -> Vec<Dimension> {
+        let members = &self.model.classes[best].members;
+        Dimension::ALL
+            .into_iter()
+            .filter(|d| {
+                members
+                    .iter()
+                    .all(|m| self.tested.mismatched(m).contains(d))
+            })
+            .filter(|d| !(self.formats.is_some() && *d == Dimension::Format))
+            .collect()
+    }
+
     fn decide(&self) -> Option<Verdict> {
         let n = self.evidence.len();
         if n < self.params.min_queries {
@@ -466,6 +532,16 @@ impl<'a> Verifier<'a> {
             });
         }
         let (accuse, accept) = self.params.thresholds();
+        let format = self.format_llr();
+        if self.formats.is_some() {
+            match format {
+                Some(v) if v >= accuse => return Some(self.format_mismatch()),
+                Some(v) if v <= accept && self.only_format_differs() => {
+                    return Some(self.consistent())
+                }
+                _ => {}
+            }
+        }
         let llr = self.llr();
         if llr >= accuse || llr <= accept {
             if let Some(reason) = self.open_set_unknown() {
@@ -474,36 +550,53 @@ impl<'a> Verifier<'a> {
         }
         if llr >= accuse {
             let best = self.best_class(|c| !self.claimed.contains(&c));
-            // The dimensions the claim gets wrong for every member of the likely class.
-            let members = &self.model.classes[best].members;
-            let dimensions = Dimension::ALL
-                .into_iter()
-                .filter(|d| {
-                    members
-                        .iter()
-                        .all(|m| self.tested.mismatched(m).contains(d))
-                })
-                .collect();
+            let dimensions = self.accused_dimensions(best);
+            // The classes differ from the claim only on a format the format evidence does not
+            // (yet) find wrong: ask more rather than accuse.
+            if self.formats.is_some() && dimensions.is_empty() {
+                return None;
+            }
             return Some(self.mismatch(best, dimensions));
         }
-        if llr <= accept && !self.unreferenced.is_empty() {
-            let open: Vec<String> = self
-                .unreferenced
-                .iter()
-                .map(|d| format!("{d} {}", self.claim.get(*d).unwrap_or("*")))
-                .collect();
-            return Some(Verdict::Inconclusive {
-                reason: format!(
-                    "the answers are consistent with {}, but no known class has the claimed {}: hspi can neither confirm nor refute that without a reference for it",
-                    self.tested,
-                    open.join(", ")
-                ),
-            });
+        if self.formats.is_some() && format.is_some_and(|v| v > accept) {
+            return None;
         }
         if llr <= accept {
-            return Some(Verdict::Consistent);
+            return Some(self.consistent());
         }
         None
+    }
+
+    /// Whether the known classes differ on no claimed dimension but the format (a dimension no
+    /// class has a reference for is left out): then the format evidence alone decides.
+    fn only_format_differs(&self) -> bool {
+        self.tested
+            .claimed()
+            .into_iter()
+            .filter(|d| *d != Dimension::Format)
+            .all(|d| {
+                dimension_llr(&self.tested, d, &self.model.classes, &self.cumulative).is_none()
+            })
+    }
+
+    /// The claim holds on everything tested: consistent, or inconclusive where it names a value
+    /// no known class has.
+    fn consistent(&self) -> Verdict {
+        if self.unreferenced.is_empty() {
+            return Verdict::Consistent;
+        }
+        let open: Vec<String> = self
+            .unreferenced
+            .iter()
+            .map(|d| format!("{d} {}", self.claim.get(*d).unwrap_or("*")))
+            .collect();
+        Verdict::Inconclusive {
+            reason: format!(
+                "the answers are consistent with {}, but no known class has the claimed {}: hspi can neither confirm nor refute that without a reference for it",
+                self.tested,
+                open.join(", ")
+            ),
+        }
     }
 
     /// Whether the budget allows another query of about `next_tokens` output tokens.
@@ -519,6 +612,20 @@ impl<'a> Verifier<'a> {
         let verdict = self.verdict.clone().unwrap_or_else(|| Verdict::Inconclusive {
             reason: if self.evidence.is_empty() {
                 "no answers to weigh".into()
+            } else if llr >= accuse {
+                format!(
+                    "the answers are nearer a class off the claimed format than the claimed one (log-likelihood ratio {llr:.2}), but the format evidence that tolerates hardware and build differences does not find the format wrong (format log-likelihood ratio {:.2}, accusing at {accuse:.2}) within the budget ({} queries, {} output tokens)",
+                    self.format_llr().unwrap_or(0.0),
+                    self.evidence.len(),
+                    self.tokens
+                )
+            } else if llr <= accept {
+                format!(
+                    "the answers are consistent with the claimed classes (log-likelihood ratio {llr:.2}), but the format evidence that tolerates hardware and build differences did not confirm the claimed format (format log-likelihood ratio {:.2}, consistent at {accept:.2}) within the budget ({} queries, {} output tokens)",
+                    self.format_llr().unwrap_or(0.0),
+                    self.evidence.len(),
+                    self.tokens
+                )
             } else {
                 format!(
                     "the budget ({} queries, {} output tokens) ran out with the log-likelihood ratio at {llr:.2}, between {accept:.2} (consistent) and {accuse:.2} (mismatch)",
@@ -544,6 +651,9 @@ impl<'a> Verifier<'a> {
             &self.claim,
             &self.model.classes,
             &self.cumulative,
+            self.formats
+                .is_some()
+                .then_some(self.format_cumulative.as_slice()),
             (accuse, accept),
             self.open_set_unknown().is_some(),
         );

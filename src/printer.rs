@@ -10,6 +10,20 @@ pub fn data(text: &str) {
     }
 }
 
+/// A result on stdout: pretty JSON when asked for, else its text form.
+pub fn json_or<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    text: impl FnOnce(&T) -> String,
+) -> anyhow::Result<()> {
+    data(&if json {
+        serde_json::to_string_pretty(value)?
+    } else {
+        text(value)
+    });
+    Ok(())
+}
+
 pub fn status(text: &str) {
     eprintln!("{text}");
 }

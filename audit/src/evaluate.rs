@@ -22,6 +22,9 @@ pub struct EvalOptions<'a> {
     pub params: TrainParams,
     pub queries: Vec<usize>,
     pub max_held_out: usize,
+    pub hold_out: Option<hspi_datasets::PlatformPattern>,
+    /// Repeat collections of training probes (see `hspi train --repeats`).
+    pub repeats: &'a [PathBuf],
     /// Datasets of another model labelled with the same platforms: cross-model transfer.
     pub transfer: &'a [PathBuf],
     pub seed: u64,
@@ -59,6 +62,8 @@ pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditEr
         queries: o.queries,
         seed: o.seed,
         max_held_out: o.max_held_out,
+        hold_out: o.hold_out,
+        repeats: &load_references(o.repeats)?,
         transfer: transfer
             .as_ref()
             .zip(transfer_refs.as_ref())

@@ -15,7 +15,7 @@ pub use endpoint::{audit_endpoint, verify_endpoint, Verified};
 pub use error::AuditError;
 pub use evaluate::{evaluate_datasets, EvalOptions};
 pub use identify::identify_datasets;
-pub use setup::{load_references, verify_datasets, VerifySetup};
+pub use setup::{load_references, repeat_verify_datasets, verify_datasets, VerifySetup};
 pub use train::{train, TrainOptions, Trained};
 
 /// Where a workflow's lines go: data for stdout, status for stderr (the binary's printer).

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use hspi_classify::repeated_audits::{repeat_audits, AuditTally};
 use hspi_classify::verify::{Verifier, VerifyParams, VerifyReport};
 use hspi_classify::{run_audit, PlatformModel, RecordSource, ReferenceIndex};
 use hspi_datasets::store::load_one_model;
@@ -69,6 +70,20 @@ impl VerifySetup {
 
 /// Verify the claim over collected answers of one target (`hspi verify DIR...`); the report model
 /// is returned with the verdict for `--report`.
+/// The same audit `audits` times over seeded random orders of the datasets' answers.
+pub fn repeat_verify_datasets(
+    s: &VerifySetup,
+    dirs: &[PathBuf],
+    audits: usize,
+    seed: u64,
+) -> Result<AuditTally, AuditError> {
+    let data = load_one_model(dirs)?;
+    let all: Vec<&Record> = data.records.iter().collect();
+    s.model.check_compatible(&data.model, &all)?;
+    let verifier = || Verifier::new(&s.model, &s.references, s.claim.clone(), s.params.clone());
+    Ok(repeat_audits(&verifier, &data.records, audits, seed)?)
+}
+
 pub fn verify_datasets(
     s: &VerifySetup,
     dirs: &[PathBuf],

@@ -91,6 +91,14 @@ impl<'r> RecordSource<'r> {
         })
     }
 
+    /// A replay in the records' own order, each query costing the tokens its answer used.
+    pub fn as_asked(records: &'r [Record]) -> Result<RecordSource<'r>, ClassifyError> {
+        Ok(RecordSource {
+            in_order: true,
+            ..RecordSource::new(records)?
+        })
+    }
+
     /// A replay in the records' own order (a request order), each query costing
     /// `tokens_per_query` output tokens whatever its answer used.
     pub fn in_order(

@@ -4,12 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use hspi_datasets::{Dimension, Record};
+use hspi_datasets::{Dimension, PlatformPattern, Record};
 use rand::seq::IndexedRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::dimension_verdict::shown;
 use crate::error::ClassifyError;
 use crate::features::FeatureKind;
 use crate::identify::Identification;
@@ -33,6 +34,11 @@ pub struct EvalInput<'a> {
     pub seed: u64,
     /// Classes held out one at a time for the unknown-rejection table (at most this many).
     pub max_held_out: usize,
+    /// Instead: the classes with a member matching this pattern, held out together (a whole
+    /// instruction set, say, as when the provider's hardware is one hspi has no answers from).
+    pub hold_out: Option<PlatformPattern>,
+    /// Answers collected a second time to training probes: which classes repeat bit for bit.
+    pub repeats: &'a [Record],
     pub transfer: Option<(&'a [Record], &'a ReferenceIndex, String)>,
 }
 
@@ -96,6 +102,21 @@ pub struct EvalReport {
     pub transfer: Option<(String, Scores)>,
 }
 
+/// `--queries 1,2,4`: positive counts of queries per decision.
+pub fn parse_queries(list: &str) -> Result<Vec<usize>, ClassifyError> {
+    list.split(',')
+        .map(|q| {
+            q.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| {
+                    ClassifyError::Param(format!("--queries: '{q}' is not a positive count"))
+                })
+        })
+        .collect()
+}
+
 pub fn evaluate(input: EvalInput) -> Result<EvalReport, ClassifyError> {
     let train_one = |kinds: Vec<FeatureKind>, records: &[Record], params: TrainParams| {
         PlatformModel::train(TrainInput {
@@ -106,7 +127,7 @@ pub fn evaluate(input: EvalInput) -> Result<EvalReport, ClassifyError> {
             reference_platforms: input.reference_platforms.clone(),
             kinds,
             params,
-            repeats: &[],
+            repeats: input.repeats,
         })
     };
     let model = train_one(input.kinds.clone(), input.train, input.params.clone())?;
@@ -178,36 +199,62 @@ pub fn evaluate(input: EvalInput) -> Result<EvalReport, ClassifyError> {
         alphas: vec![model.validation.alpha],
         ..input.params.clone()
     };
+    let groups: Vec<Vec<&ClassLabel>> = match &input.hold_out {
+        Some(pattern) => {
+            let group: Vec<&ClassLabel> = model
+                .classes
+                .iter()
+                .filter(|c| c.members.iter().any(|m| pattern.matches(m)))
+                .collect();
+            if group.is_empty() || group.len() == model.classes.len() {
+                return Err(ClassifyError::Param(format!(
+                    "--hold-out {pattern} matches {} of the {} classes: it must leave some out and some in",
+                    group.len(),
+                    model.classes.len()
+                )));
+            }
+            vec![group]
+        }
+        None => model
+            .classes
+            .iter()
+            .take(input.max_held_out)
+            .map(|c| vec![c])
+            .collect(),
+    };
     let mut held_out = Vec::new();
-    for class in model.classes.iter().take(input.max_held_out) {
+    for group in groups {
         let rest: Vec<Record> = input
             .train
             .iter()
-            .filter(|r| !is_member(class, r))
+            .filter(|r| !group.iter().any(|c| is_member(c, r)))
             .cloned()
             .collect();
         let without = train_one(input.kinds.clone(), &rest, single_alpha.clone())?;
-        let theirs: Vec<&Record> = test
-            .iter()
-            .copied()
-            .filter(|r| is_member(class, r))
-            .collect();
-        let scored = without.score_records(&theirs, input.references);
-        let (mut flagged_unknown, mut format_named) = (Vec::new(), Vec::new());
-        for &n in &input.queries {
-            let decided = decisions(&without, &theirs, &scored, input.references, n, input.seed);
-            flagged_unknown.push((n, unknown_share(&decided)));
-            format_named.push((
-                n,
-                dimension_shares(&without, &decided)[Dimension::Format as usize],
-            ));
+        for class in group {
+            let theirs: Vec<&Record> = test
+                .iter()
+                .copied()
+                .filter(|r| is_member(class, r))
+                .collect();
+            let scored = without.score_records(&theirs, input.references);
+            let (mut flagged_unknown, mut format_named) = (Vec::new(), Vec::new());
+            for &n in &input.queries {
+                let decided =
+                    decisions(&without, &theirs, &scored, input.references, n, input.seed);
+                flagged_unknown.push((n, unknown_share(&decided)));
+                format_named.push((
+                    n,
+                    dimension_shares(&without, &decided)[Dimension::Format as usize],
+                ));
+            }
+            held_out.push(HeldOut {
+                class: class.id.clone(),
+                name: class.name(),
+                flagged_unknown,
+                format_named,
+            });
         }
-        held_out.push(HeldOut {
-            class: class.id.clone(),
-            name: class.name(),
-            flagged_unknown,
-            format_named,
-        });
     }
     let transfer = input.transfer.map(|(records, refs, name)| {
         let labelled: Vec<&Record> = records
@@ -383,7 +430,14 @@ fn dimension_shares(model: &PlatformModel, decided: &[(&Record, Identification)]
         };
         for d in Dimension::ALL {
             let value = d.field(served);
-            right[d as usize] += usize::from(class.members.iter().any(|m| d.field(m) == value));
+            let named = match id.nearest.iter().find(|(n, _)| *n == d) {
+                // Read from the format evidence that tolerates a change of hardware.
+                Some((_, format)) if d == Dimension::Format && !id.format_evidence.is_empty() => {
+                    *format == shown(d, served)
+                }
+                _ => class.members.iter().any(|m| d.field(m) == value),
+            };
+            right[d as usize] += usize::from(named);
         }
     }
     right.map(|r| r as f64 / decided.len() as f64)

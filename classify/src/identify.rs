@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::dimension_verdict::shown;
 use crate::exact::Lookup;
 use crate::features::View;
+use crate::format_evidence::FormatReferences;
 use crate::linear::{log_softmax, standardise};
 use crate::model::PlatformModel;
 use crate::references::{feature_matrix, ReferenceIndex};
@@ -57,6 +58,11 @@ pub struct Identification {
     /// nearest known value of each dimension); a format also with its family.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nearest: Vec<(Dimension, String)>,
+    /// Per format, the summed evidence that tolerates a change of hardware or build (nats over
+    /// the widest reference format; see `format_evidence`), when the references cover every
+    /// class's format: the nearest format is read from it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub format_evidence: Vec<(String, f64)>,
 }
 
 impl Identification {
@@ -72,6 +78,10 @@ impl Identification {
         }
     }
 }
+
+/// Most log-likelihood one answer contributes (nats): the verifier's default cap, and the cap on
+/// one answer's format evidence in an identification.
+pub const PER_QUERY_CAP: f64 = 3.0;
 
 pub fn output_tokens(r: &Record) -> u64 {
     r.usage.as_ref().map_or_else(
@@ -117,6 +127,35 @@ impl PlatformModel {
                 .filter_map(|d| class.members.first().map(|m| (d, shown(d, m))))
                 .collect();
         }
+        if let Some(formats) = FormatReferences::new(&self.spec.references, &self.classes) {
+            let mut total = vec![0.0; formats.formats().len()];
+            for r in records {
+                let views = refs.views(&r.probe_id, &self.spec.references);
+                if let Some(s) = formats.score(&View::of(&r.outputs), &views, PER_QUERY_CAP) {
+                    total.iter_mut().zip(s).for_each(|(t, v)| *t += v);
+                }
+            }
+            let best = top_label(&total).unwrap_or(0);
+            let format = formats.formats()[best];
+            if let Some(member) = self
+                .classes
+                .iter()
+                .flat_map(|c| &c.members)
+                .find(|m| m.format == format)
+            {
+                let shown_format = shown(Dimension::Format, member);
+                match id.nearest.iter_mut().find(|(d, _)| *d == Dimension::Format) {
+                    Some(entry) => entry.1 = shown_format,
+                    None => id.nearest.push((Dimension::Format, shown_format)),
+                }
+            }
+            id.format_evidence = formats
+                .formats()
+                .iter()
+                .map(ToString::to_string)
+                .zip(total)
+                .collect();
+        }
         id
     }
 
@@ -157,6 +196,7 @@ impl PlatformModel {
             open_set_threshold: self.open_set.threshold,
             without_references: 0,
             nearest: Vec::new(),
+            format_evidence: Vec::new(),
         };
         if records.is_empty() {
             return out;
@@ -216,7 +256,19 @@ impl PlatformModel {
             .collect();
         posterior.sort_by(|a, b| b.probability.total_cmp(&a.probability));
         out.posterior = posterior;
-        out.decision = if score > self.open_set.threshold {
+        let reference_class = self.reference_classes();
+        let unreproduced = records
+            .iter()
+            .filter(|r| !self.ruled_out(r, refs, &reference_class).contains(&false))
+            .count();
+        out.decision = if unreproduced > 0 && 2 * unreproduced >= records.len() {
+            Decision::Unknown {
+                reason: format!(
+                    "{unreproduced} of {} answers differ bit for bit from every known class's answer to the same probe, and every known class was measured to repeat its answers bit for bit",
+                    records.len()
+                ),
+            }
+        } else if score > self.open_set.threshold {
             Decision::Unknown {
                 reason: format!(
                     "answers lie {score:.2} from the nearest class profile ({}), above the threshold {:.2}",

@@ -16,6 +16,7 @@ pub mod linear;
 pub mod model;
 pub mod open_set;
 pub mod references;
+pub mod repeated_audits;
 pub mod verify;
 
 pub use audit::{run_audit, AnswerSource, AuditOutcome, RecordSource};

@@ -95,6 +95,36 @@ impl PlatformModel {
             .collect()
     }
 
+    /// Per class, whether this answer rules it out: the class was measured to repeat bit for
+    /// bit, its own answer to the probe is known (among the references or in training), and this
+    /// answer is not bit-identical to it. Never for classes that vary (batched under load).
+    pub fn ruled_out(
+        &self,
+        record: &Record,
+        refs: &ReferenceIndex,
+        reference_class: &std::collections::HashMap<String, usize>,
+    ) -> Vec<bool> {
+        let trained = self.exact.probes.get(&record.probe_id);
+        let mut matched: Vec<usize> = match self.exact.lookup(record) {
+            crate::exact::Lookup::Matches(m) => m,
+            crate::exact::Lookup::Unseen => Vec::new(),
+        };
+        matched.extend(
+            refs.identical(record)
+                .iter()
+                .filter_map(|p| reference_class.get(p).copied()),
+        );
+        (0..self.classes.len())
+            .map(|c| {
+                let known = reference_class
+                    .iter()
+                    .any(|(p, cls)| *cls == c && refs.answered(&record.probe_id, p))
+                    || trained.is_some_and(|a| a.values().any(|cs| cs.contains(&c)));
+                self.classes[c].deterministic() && known && !matched.contains(&c)
+            })
+            .collect()
+    }
+
     pub fn train(input: TrainInput) -> Result<PlatformModel, ClassifyError> {
         input.params.validate()?;
         if input.kinds.is_empty() {

@@ -15,7 +15,7 @@ use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
 use crate::features::View;
 use crate::format_evidence::FormatReferences;
-use crate::identify::output_tokens;
+use crate::identify::{output_tokens, PER_QUERY_CAP};
 use crate::integrity::violations;
 use crate::model::PlatformModel;
 use crate::references::ReferenceIndex;
@@ -42,7 +42,7 @@ impl Default for VerifyParams {
             max_queries: 32,
             max_output_tokens: 256,
             min_queries: 2,
-            per_query_cap: 3.0,
+            per_query_cap: PER_QUERY_CAP,
         }
     }
 }
@@ -333,11 +333,15 @@ impl<'a> Verifier<'a> {
                 // A class measured to repeat bit for bit, whose own answer to this probe is
                 // known and differs, is ruled out (up to the cap, on top of the classifier's
                 // score, so the format evidence between classes stays).
-                let ruled: Vec<usize> = (0..k).filter(|c| self.differs_from(*c, record)).collect();
-                for c in &ruled {
-                    ll[*c] -= cap;
+                let ruled = self
+                    .model
+                    .ruled_out(record, self.refs, &self.reference_class);
+                for (v, out) in ll.iter_mut().zip(&ruled) {
+                    if *out {
+                        *v -= cap;
+                    }
                 }
-                if ruled.len() == k {
+                if !ruled.contains(&false) {
                     self.unreproduced += 1;
                 }
                 ("classifier", ll)
@@ -380,23 +384,6 @@ impl<'a> Verifier<'a> {
         });
         self.verdict = self.decide();
         self.verdict.as_ref()
-    }
-
-    /// Whether class `c` repeats bit for bit and its answer to this probe (in training or among
-    /// the references) is known: then an answer matching nothing bitwise is not its.
-    fn differs_from(&self, c: usize, record: &Record) -> bool {
-        let class = &self.model.classes[c];
-        class.deterministic()
-            && (self
-                .reference_class
-                .iter()
-                .any(|(p, cls)| *cls == c && self.refs.answered(&record.probe_id, p))
-                || self
-                    .model
-                    .exact
-                    .probes
-                    .get(&record.probe_id)
-                    .is_some_and(|answers| answers.values().any(|cs| cs.contains(&c))))
     }
 
     fn open_set_unknown(&self) -> Option<String> {

@@ -118,3 +118,30 @@ pub fn text(r: &VerifyReport) -> String {
     }
     s
 }
+
+/// Repeated audits of one target (`hspi verify --audits N`): verdict and per-dimension counts.
+pub fn tally_text(t: &hspi_classify::repeated_audits::AuditTally) -> String {
+    let counts = |m: &std::collections::BTreeMap<String, usize>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = format!(
+        "claim: {}\n{} audits (seeds {}..{}), each asking the {} answers in a random order\nverdicts: {}\n",
+        t.claim,
+        t.audits,
+        t.seed,
+        t.seed + t.audits as u64 - 1,
+        t.answers,
+        counts(&t.verdicts)
+    );
+    for (d, m) in &t.dimensions {
+        s.push_str(&format!("  {d}: {}\n", counts(m)));
+    }
+    s.push_str(&format!(
+        "queries per audit: mean {:.1}, at most {}; output tokens: mean {:.1}, at most {}\n",
+        t.mean_queries, t.max_queries, t.mean_output_tokens, t.max_output_tokens
+    ));
+    s
+}

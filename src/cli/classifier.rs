@@ -26,6 +26,9 @@ pub struct FeatureArgs {
     /// L2 strengths to choose from by validation, comma-separated.
     #[arg(long, default_value = "0.01,0.1,1,10")]
     pub alphas: String,
+    /// Repeat collections of training probes: a class that repeats bit for bit can be ruled out.
+    #[arg(long, num_args = 1..)]
+    pub repeats: Vec<PathBuf>,
 }
 
 impl FeatureArgs {

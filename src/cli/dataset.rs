@@ -70,11 +70,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Diff { left, right, json } => {
             let d = hspi_datasets::diff::diff(&Dataset::open(&left)?, &Dataset::open(&right)?)?;
-            if json {
-                printer::data(&serde_json::to_string_pretty(&d)?);
-            } else {
-                printer::data(&hspi_reports::diff_table::render_text(&d));
-            }
+            printer::json_or(json, &d, hspi_reports::diff_table::render_text)?;
             if !d.all_identical() {
                 return Ok(ExitCode::from(1));
             }

@@ -16,10 +16,6 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (records, _, _) = hspi_datasets::store::load_same_probes(&args.datasets)?;
     let grouping = hspi_classify::group_eqcs(&records)?;
-    printer::data(&if args.json {
-        hspi_reports::eqc_table::render_json(&grouping)
-    } else {
-        hspi_reports::eqc_table::render_text(&grouping)
-    });
+    printer::json_or(args.json, &grouping, hspi_reports::eqc_table::render_text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use hspi_audit::{evaluate_datasets, EvalOptions};
 
 use super::classifier::FeatureArgs;
@@ -25,6 +24,9 @@ pub struct Args {
     /// Hold out at most this many classes (one at a time) for the unknown-platform table.
     #[arg(long, default_value_t = 8)]
     pub held_out: usize,
+    /// Instead, hold out together every class with a member matching this pattern.
+    #[arg(long)]
+    pub hold_out: Option<hspi_datasets::PlatformPattern>,
     /// Datasets of another model, labelled with the same platforms: cross-model transfer.
     #[arg(long, num_args = 1..)]
     pub transfer: Vec<PathBuf>,
@@ -41,17 +43,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let f = &args.features;
-    let queries = args
-        .queries
-        .split(',')
-        .map(|q| {
-            q.trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .with_context(|| format!("--queries: '{q}' is not a positive count"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let queries = hspi_classify::evaluate::parse_queries(&args.queries)?;
     let (report, model) = evaluate_datasets(EvalOptions {
         train: &args.train,
         test: &args.test,
@@ -61,16 +53,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         params: f.params()?,
         queries,
         max_held_out: args.held_out,
+        hold_out: args.hold_out,
+        repeats: &f.repeats,
         transfer: &args.transfer,
         seed: args.seed,
     })?;
     if let Some(path) = &args.report {
         std::fs::write(path, hspi_reports::json::render(&model))?;
     }
-    printer::data(&if args.json {
-        hspi_reports::eval_table::render_json(&report)
-    } else {
-        hspi_reports::eval_table::render_markdown(&report)
-    });
+    printer::json_or(
+        args.json,
+        &report,
+        hspi_reports::eval_table::render_markdown,
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -35,11 +35,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.report {
         std::fs::write(path, hspi_reports::json::render(&report))?;
     }
-    printer::data(&if args.json {
-        hspi_reports::identification::render_json(&ids)
-    } else {
-        hspi_reports::identification::render_text(&ids)
-    });
+    printer::json_or(args.json, &ids, |i| {
+        hspi_reports::identification::render_text(i)
+    })?;
     let unknown = ids.iter().any(|i| i.is_unknown());
     Ok(ExitCode::from(u8::from(unknown)))
 }

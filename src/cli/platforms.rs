@@ -13,10 +13,6 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let listing = Listing::detect();
-    printer::data(&if args.json {
-        serde_json::to_string_pretty(&listing.json())?
-    } else {
-        listing.text()
-    });
+    printer::json_or(args.json, &listing.json(), |_| listing.text())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -131,12 +131,7 @@ fn report<R: serde::Serialize + std::fmt::Display>(
     json: bool,
 ) -> anyhow::Result<()> {
     write(set, out)?;
-    printer::data(&if json {
-        serde_json::to_string_pretty(r)?
-    } else {
-        r.to_string()
-    });
-    Ok(())
+    printer::json_or(json, r, ToString::to_string)
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {

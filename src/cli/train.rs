@@ -16,9 +16,6 @@ pub struct Args {
     pub out: PathBuf,
     #[command(flatten)]
     pub features: FeatureArgs,
-    /// Repeat collections of training probes: a class that repeats bit for bit can be ruled out.
-    #[arg(long, num_args = 1..)]
-    pub repeats: Vec<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -30,7 +27,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         references: &f.references,
         reference_platforms: f.reference_platforms()?,
         params: f.params()?,
-        repeats: &args.repeats,
+        repeats: &f.repeats,
     })?;
     printer::status(&trained.summary);
     printer::data(&args.out.display().to_string());

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use hspi_audit::{verify_datasets, verify_endpoint, VerifySetup};
+use hspi_audit::{repeat_verify_datasets, verify_datasets, verify_endpoint, VerifySetup};
 use hspi_classify::verify::VerifyParams;
 use hspi_reports::report::Report;
 
@@ -38,6 +38,12 @@ pub struct VerifyArgs {
     /// Also write the report model (JSON, for `hspi report`) to this file.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Over datasets: repeat the audit this many times, each in a random order, and count verdicts.
+    #[arg(long, default_value_t = 0)]
+    pub audits: usize,
+    /// The first audit's seed (with --audits).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -122,16 +128,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if args.datasets.is_empty() {
             bail!("nothing to verify: give datasets of the target's answers, or --endpoint URL --model NAME --probes FILE --out DIR");
         }
+        if args.verify.audits > 0 {
+            let (v, t) = (&args.verify, &args.target);
+            let tally = repeat_verify_datasets(&s, &args.datasets, v.audits, v.seed)?;
+            printer::json_or(t.json, &tally, hspi_reports::verification_table::tally_text)?;
+            return Ok(ExitCode::SUCCESS);
+        }
         verify_datasets(&s, &args.datasets)?
     };
     if let Some(path) = &args.verify.report {
         std::fs::write(path, hspi_reports::json::render(&model))
             .with_context(|| format!("writing the report to {}", path.display()))?;
     }
-    printer::data(&if args.target.json {
-        serde_json::to_string_pretty(&report)?
-    } else {
-        hspi_reports::verification_table::text(&report)
-    });
+    printer::json_or(
+        args.target.json,
+        &report,
+        hspi_reports::verification_table::text,
+    )?;
     Ok(ExitCode::from(report.verdict.exit_code()))
 }

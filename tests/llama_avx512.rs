@@ -78,12 +78,12 @@ fn avx512_builds_are_told_apart_with_only_avx2_references() {
         .unwrap();
     let at = |n: u64| point_at(&format_curve, n);
     assert!(at(1) >= 0.97 && at(8) >= 0.99, "{format_curve}");
-    // Limits measured, not asserted: a held-out AVX-512 class is flagged unknown on 5-50 % of
-    // decisions and its format named by its nearest known class 0 % of the time (the nearest is
-    // another AVX-512 class: the classifier keys on the instruction set). See the README.
+    // Each held out alone, its AVX-512 twins known: the nearest class is one of them, so
+    // "unknown" is rare there (a limit, printed). Held out together below, as in an audit of a
+    // provider on hardware hspi has no answers from.
     for h in report["held_out"].as_array().unwrap() {
         eprintln!(
-            "held out {}: flagged unknown {}, format named {}",
+            "held out alone {}: flagged unknown {}, format named {}",
             h["name"], h["flagged_unknown"], h["format_named"]
         );
     }
@@ -95,6 +95,39 @@ fn avx512_builds_are_told_apart_with_only_avx2_references() {
         accuracy_at(baseline, 1) < 0.5,
         "the baseline should not manage this"
     );
+
+    // Every AVX-512 class held out at once, the AVX2 builds measured to repeat their answers bit
+    // for bit (the repeat collections of datasets/atlas/llama-avx2-variation): each AVX-512 build
+    // is unknown, and its format named from the evidence that tolerates the change of hardware.
+    let repeats: Vec<String> = ["f32", "f16", "q8_0", "q4_0"]
+        .iter()
+        .map(|f| {
+            let p = grid().join(format!("../llama-avx2-variation/{f}-repeat"));
+            p.to_str().unwrap().to_string()
+        })
+        .collect();
+    args.extend(["--hold-out", "cpu-avx512/*/*/*", "--repeats"]);
+    args.extend(repeats.iter().map(String::as_str));
+    let r = run(&args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let held = report["held_out"].as_array().unwrap();
+    assert_eq!(held.len(), 4, "{report}");
+    for h in held {
+        let (unknown, named) = (&h["flagged_unknown"], &h["format_named"]);
+        eprintln!(
+            "held out with every AVX-512 class {}: flagged unknown {unknown}, format named {named}",
+            h["name"]
+        );
+        // Measured when committed: unknown 100 % at 1, 4 and 8 queries; format named 85-100 %
+        // at 1 query, 100 % at 4 and 8.
+        assert!(
+            point_at(unknown, 1) >= 0.9 && point_at(unknown, 8) >= 0.99,
+            "{h}"
+        );
+        assert!(point_at(named, 8) >= 0.99, "{h}");
+    }
+    assert!(report["known_flagged_unknown"][0][1].as_f64().unwrap() <= 0.025);
 }
 
 /// The four AVX2 servers here answer the Xeon's 40 training prompts again: a repeat collection,

@@ -18,6 +18,11 @@ use crate::features::view::StepView;
 use crate::features::View;
 use crate::model::ClassLabel;
 
+/// Most one answer's format evidence counts (nats). Serving changes hspi never saw move an
+/// answer's values as far as a format does (llama.cpp with flash attention off: Q8_0 answers as far
+/// from Q8_0's recomputation as from F32's), so one answer is weak evidence and an accusation
+/// takes several that agree.
+pub const FORMAT_CAP: f64 = 1.0;
 /// Least share of a format's own pattern an answer served in that format keeps (see above).
 const MIN_SHARE: f64 = 0.5;
 /// Squared differences below this are rounding of the printed value, not a pattern.

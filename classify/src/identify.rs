@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::dimension_verdict::shown;
 use crate::exact::Lookup;
 use crate::features::View;
-use crate::format_evidence::FormatReferences;
+use crate::format_evidence::{FormatReferences, FORMAT_CAP};
 use crate::linear::{log_softmax, standardise};
 use crate::model::PlatformModel;
 use crate::references::{feature_matrix, ReferenceIndex};
@@ -79,8 +79,7 @@ impl Identification {
     }
 }
 
-/// Most log-likelihood one answer contributes (nats): the verifier's default cap, and the cap on
-/// one answer's format evidence in an identification.
+/// Most log-likelihood one answer contributes (nats): the verifier's default cap.
 pub const PER_QUERY_CAP: f64 = 3.0;
 
 pub fn output_tokens(r: &Record) -> u64 {
@@ -131,7 +130,7 @@ impl PlatformModel {
             let mut total = vec![0.0; formats.formats().len()];
             for r in records {
                 let views = refs.views(&r.probe_id, &self.spec.references);
-                if let Some(s) = formats.score(&View::of(&r.outputs), &views, PER_QUERY_CAP) {
+                if let Some(s) = formats.score(&View::of(&r.outputs), &views, FORMAT_CAP) {
                     total.iter_mut().zip(s).for_each(|(t, v)| *t += v);
                 }
             }

@@ -14,7 +14,7 @@ use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
 use crate::features::View;
-use crate::format_evidence::FormatReferences;
+use crate::format_evidence::{FormatReferences, FORMAT_CAP};
 use crate::identify::{output_tokens, PER_QUERY_CAP};
 use crate::integrity::violations;
 use crate::model::PlatformModel;
@@ -351,7 +351,7 @@ impl<'a> Verifier<'a> {
             let views = self
                 .refs
                 .views(&record.probe_id, &self.model.spec.references);
-            if let Some(s) = f.score(&View::of(&record.outputs), &views, cap) {
+            if let Some(s) = f.score(&View::of(&record.outputs), &views, FORMAT_CAP) {
                 let per_class = f.class_scores(&s, &self.model.classes);
                 for (c, v) in self.format_cumulative.iter_mut().zip(per_class) {
                     *c += v;
@@ -520,20 +520,27 @@ impl<'a> Verifier<'a> {
         }
         let (accuse, accept) = self.params.thresholds();
         let format = self.format_llr();
-        if self.formats.is_some() {
-            match format {
-                Some(v) if v >= accuse => return Some(self.format_mismatch()),
-                Some(v) if v <= accept && self.only_format_differs() => {
-                    return Some(self.consistent())
-                }
-                _ => {}
-            }
+        if self.formats.is_some() && format.is_some_and(|v| v >= accuse) {
+            return Some(self.format_mismatch());
         }
+        // The classes differ on nothing claimed but the format, which is settled.
+        let format_decides = self.formats.is_some()
+            && format.is_some_and(|v| v <= accept)
+            && self.only_format_differs();
         let llr = self.llr();
-        if llr >= accuse || llr <= accept {
+        if llr >= accuse || llr <= accept || format_decides {
             if let Some(reason) = self.open_set_unknown() {
+                // The format evidence accumulates more slowly than the classes' (capped lower):
+                // an unknown stack is settled once the format is, or the budget ends.
+                let open = format.is_some_and(|v| v > accept && v < accuse);
+                if self.formats.is_some() && open && self.can_continue(0) {
+                    return None;
+                }
                 return Some(self.unknown(reason));
             }
+        }
+        if format_decides {
+            return Some(self.consistent());
         }
         if llr >= accuse {
             let best = self.best_class(|c| !self.claimed.contains(&c));
@@ -596,7 +603,12 @@ impl<'a> Verifier<'a> {
     pub fn finish(self) -> VerifyReport {
         let llr = self.llr();
         let (accuse, accept) = self.params.thresholds();
-        let verdict = self.verdict.clone().unwrap_or_else(|| Verdict::Inconclusive {
+        // Unlike every known class when the budget ended while the format was still open.
+        let unknown = (self.evidence.len() >= self.params.min_queries)
+            .then(|| self.open_set_unknown())
+            .flatten()
+            .map(|reason| self.unknown(reason));
+        let verdict = self.verdict.clone().or(unknown).unwrap_or_else(|| Verdict::Inconclusive {
             reason: if self.evidence.is_empty() {
                 "no answers to weigh".into()
             } else if llr >= accuse {

@@ -348,14 +348,22 @@ impl<'a> Verifier<'a> {
             }
         };
         if let Some(f) = &self.formats {
-            let views = self
-                .refs
-                .views(&record.probe_id, &self.model.spec.references);
-            if let Some(s) = f.score(&View::of(&record.outputs), &views, FORMAT_CAP) {
-                let per_class = f.class_scores(&s, &self.model.classes);
-                for (c, v) in self.format_cumulative.iter_mut().zip(per_class) {
-                    *c += v;
-                }
+            // A bit-identical reproduction settles the format as firmly as the class.
+            let per_class = if method == "classifier" {
+                let views = self
+                    .refs
+                    .views(&record.probe_id, &self.model.spec.references);
+                f.score(&View::of(&record.outputs), &views, FORMAT_CAP)
+                    .map(|s| f.class_scores(&s, &self.model.classes))
+            } else {
+                Some(ll.clone())
+            };
+            for (c, v) in self
+                .format_cumulative
+                .iter_mut()
+                .zip(per_class.unwrap_or_default())
+            {
+                *c += v;
             }
         }
         let before = self.llr();

@@ -2,8 +2,9 @@
 //! per-class log-likelihoods as the overall test: for each dimension, the best class the claim
 //! gets wrong on that dimension against the best class it gets right, held to the same
 //! thresholds. The claimed set of the overall test is the intersection of the dimensions', so a
-//! dimension's ratio never exceeds the overall one: no dimension is called a mismatch while the
-//! overall test is undecided, and when the overall test says "consistent" every dimension does.
+//! dimension's ratio never exceeds the overall one. The format is the exception: where the
+//! references cover every class's format it is weighed by `format_evidence` instead, and the
+//! verifier accuses or confirms it on that evidence alone (so the verdict follows it).
 
 use std::fmt;
 

@@ -141,14 +141,14 @@ fn llr_between(on: &[bool], cumulative: &[f64]) -> Option<f64> {
 }
 
 /// The verdict on each dimension the claim names. `cumulative` holds each class's summed
-/// log-likelihood; `format`, where there is one, each class's summed format evidence that
-/// tolerates a change of hardware or build (the format dimension is decided from it); `unknown`
-/// says the overall test found the answers unlike every known class.
+/// log-likelihood; `format` the scores the format dimension is decided from (the summed format
+/// evidence that tolerates a change of hardware or build, or `cumulative` where there is none);
+/// `unknown` says the overall test found the answers unlike every known class.
 pub fn dimension_verdicts(
     claim: &PlatformPattern,
     classes: &[ClassLabel],
     cumulative: &[f64],
-    format: Option<&[f64]>,
+    format: &[f64],
     (accuse, accept): (f64, f64),
     unknown: bool,
 ) -> Vec<DimensionVerdict> {
@@ -159,9 +159,10 @@ pub fn dimension_verdicts(
         .map(|d| {
             let on = on_claim(claim, d, classes);
             let referenced = on.contains(&true);
-            let scores = match (d, format) {
-                (Dimension::Format, Some(f)) => f,
-                _ => cumulative,
+            let scores = if d == Dimension::Format {
+                format
+            } else {
+                cumulative
             };
             let llr = llr_between(&on, scores);
             // The format is weighed by evidence that tolerates a change of hardware or build, so
@@ -247,7 +248,7 @@ mod tests {
             &claim,
             &classes(),
             &[0.0, -20.0, -1.0],
-            None,
+            &[0.0, -20.0, -1.0],
             THRESHOLDS,
             false,
         );
@@ -271,7 +272,7 @@ mod tests {
             &f16,
             &classes(),
             &[-20.0, 0.0, -20.0],
-            None,
+            &[-20.0, 0.0, -20.0],
             THRESHOLDS,
             false,
         );
@@ -283,7 +284,7 @@ mod tests {
             &int8,
             &classes(),
             &[-20.0, 0.0, -20.0],
-            None,
+            &[-20.0, 0.0, -20.0],
             THRESHOLDS,
             false,
         );
@@ -294,7 +295,7 @@ mod tests {
             &int8,
             &classes(),
             &[0.0, -20.0, -20.0],
-            None,
+            &[0.0, -20.0, -20.0],
             THRESHOLDS,
             true,
         );
@@ -304,7 +305,7 @@ mod tests {
             &f16,
             &classes(),
             &[0.0, -20.0, -1.0],
-            None,
+            &[0.0, -20.0, -1.0],
             THRESHOLDS,
             true,
         );

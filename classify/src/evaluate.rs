@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::dimension_verdict::shown;
 use crate::error::ClassifyError;
 use crate::features::FeatureKind;
-use crate::identify::Identification;
+use crate::identify::{Identification, Scored};
 use crate::linear::TrainParams;
 use crate::model::{ClassLabel, PlatformModel, TrainInput};
 use crate::references::ReferenceIndex;
@@ -403,7 +403,7 @@ fn scores(
 fn decisions<'r>(
     model: &PlatformModel,
     records: &[&'r Record],
-    scored: &[(Vec<f64>, Vec<f64>)],
+    scored: &[Scored],
     refs: &ReferenceIndex,
     n: usize,
     seed: u64,
@@ -412,7 +412,7 @@ fn decisions<'r>(
         .into_iter()
         .map(|set| {
             let recs: Vec<&Record> = set.iter().map(|i| records[*i]).collect();
-            let sc: Vec<&(Vec<f64>, Vec<f64>)> = set.iter().map(|i| &scored[*i]).collect();
+            let sc: Vec<&Scored> = set.iter().map(|i| &scored[*i]).collect();
             (records[set[0]], model.decide(&recs, &sc, refs))
         })
         .collect()

@@ -92,19 +92,41 @@ pub fn output_tokens(r: &Record) -> u64 {
     )
 }
 
+/// One query scored once, for the classifier path and the format evidence alike.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    /// Log posterior over the model's classes.
+    pub log_proba: Vec<f64>,
+    /// Standardised features (the open-set vector).
+    pub z: Vec<f64>,
+    /// Per format of [`FormatReferences::formats`], the answer's format evidence (None without
+    /// format references, or when the widest reference did not answer its probe).
+    pub format: Option<Vec<f64>>,
+}
+
 impl PlatformModel {
-    /// Per-query log posteriors and open-set vectors (standardised features).
-    pub fn score_records(
-        &self,
-        records: &[&Record],
-        refs: &ReferenceIndex,
-    ) -> Vec<(Vec<f64>, Vec<f64>)> {
+    /// The references that stand for each format, when they cover every class's format.
+    pub fn format_references(&self) -> Option<FormatReferences> {
+        FormatReferences::new(&self.spec.references, &self.classes)
+    }
+
+    /// Per-query log posteriors, open-set vectors and format evidence.
+    pub fn score_records(&self, records: &[&Record], refs: &ReferenceIndex) -> Vec<Scored> {
         let x = feature_matrix(&self.spec, records, refs);
         let z = standardise(&x, &self.linear.mean, &self.linear.scale);
+        let formats = self.format_references();
         x.rows()
             .into_iter()
             .zip(z.rows())
-            .map(|(row, zr)| (self.linear.log_proba(&row.to_vec()), zr.to_vec()))
+            .zip(records)
+            .map(|((row, zr), r)| Scored {
+                log_proba: self.linear.log_proba(&row.to_vec()),
+                z: zr.to_vec(),
+                format: formats.as_ref().and_then(|f| {
+                    let views = refs.views(&r.probe_id, &self.spec.references);
+                    f.score(&View::of(&r.outputs), &views, FORMAT_CAP)
+                }),
+            })
             .collect()
     }
 
@@ -112,7 +134,7 @@ impl PlatformModel {
     pub fn decide(
         &self,
         records: &[&Record],
-        scored: &[&(Vec<f64>, Vec<f64>)],
+        scored: &[&Scored],
         refs: &ReferenceIndex,
     ) -> Identification {
         let mut id = self.decide_class(records, scored, refs);
@@ -126,23 +148,20 @@ impl PlatformModel {
                 .filter_map(|d| class.members.first().map(|m| (d, shown(d, m))))
                 .collect();
         }
-        if let Some(formats) = FormatReferences::new(&self.spec.references, &self.classes) {
+        // Answers reproduced bit for bit name their format exactly; the others by the evidence
+        // that tolerates a change of hardware or build.
+        let formats = self
+            .format_references()
+            .filter(|_| id.method == "classifier");
+        if let Some(formats) = formats {
             let mut total = vec![0.0; formats.formats().len()];
-            for r in records {
-                let views = refs.views(&r.probe_id, &self.spec.references);
-                if let Some(s) = formats.score(&View::of(&r.outputs), &views, FORMAT_CAP) {
-                    total.iter_mut().zip(s).for_each(|(t, v)| *t += v);
-                }
+            for s in scored.iter().filter_map(|s| s.format.as_ref()) {
+                total.iter_mut().zip(s).for_each(|(t, v)| *t += v);
             }
-            let best = top_label(&total).unwrap_or(0);
-            let format = formats.formats()[best];
-            if let Some(member) = self
-                .classes
-                .iter()
-                .flat_map(|c| &c.members)
-                .find(|m| m.format == format)
-            {
-                let shown_format = shown(Dimension::Format, member);
+            let format = formats.formats()[top_label(&total).unwrap_or(0)];
+            let mut members = self.classes.iter().flat_map(|c| &c.members);
+            if let Some(m) = members.find(|m| m.format == format) {
+                let shown_format = shown(Dimension::Format, m);
                 match id.nearest.iter_mut().find(|(d, _)| *d == Dimension::Format) {
                     Some(entry) => entry.1 = shown_format,
                     None => id.nearest.push((Dimension::Format, shown_format)),
@@ -161,7 +180,7 @@ impl PlatformModel {
     fn decide_class(
         &self,
         records: &[&Record],
-        scored: &[&(Vec<f64>, Vec<f64>)],
+        scored: &[&Scored],
         refs: &ReferenceIndex,
     ) -> Identification {
         let target = records
@@ -231,7 +250,7 @@ impl PlatformModel {
         out.without_references = blind;
         let without_references = blind;
         let mut total = vec![0.0; self.classes.len()];
-        for (lp, _) in scored {
+        for Scored { log_proba: lp, .. } in scored {
             for (t, v) in total.iter_mut().zip(lp) {
                 *t += v;
             }
@@ -240,7 +259,7 @@ impl PlatformModel {
         let best = top_label(&post).unwrap_or(0);
         let score = scored
             .iter()
-            .map(|(_, z)| self.open_set.score(best, z))
+            .map(|s| self.open_set.score(best, &s.z))
             .sum::<f64>()
             / scored.len() as f64;
         out.open_set_score = Some(score);
@@ -297,7 +316,7 @@ impl PlatformModel {
         } else {
             self.score_records(records, refs)
         };
-        let refs_scored: Vec<&(Vec<f64>, Vec<f64>)> = scored.iter().collect();
+        let refs_scored: Vec<&Scored> = scored.iter().collect();
         self.decide(records, &refs_scored, refs)
     }
 

@@ -13,8 +13,7 @@ use crate::dimension_verdict::{dimension_llr, dimension_verdicts, on_claim, Dime
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
-use crate::features::View;
-use crate::format_evidence::{FormatReferences, FORMAT_CAP};
+use crate::format_evidence::FormatReferences;
 use crate::identify::{output_tokens, PER_QUERY_CAP};
 use crate::integrity::violations;
 use crate::model::PlatformModel;
@@ -232,7 +231,7 @@ impl<'a> Verifier<'a> {
             unreferenced,
             claimed,
             cumulative: vec![0.0; model.classes.len()],
-            formats: FormatReferences::new(&model.spec.references, &model.classes),
+            formats: model.format_references(),
             format_cumulative: vec![0.0; model.classes.len()],
             params,
             evidence: Vec::new(),
@@ -317,18 +316,26 @@ impl<'a> Verifier<'a> {
                 (!m.is_empty()).then_some(("reference-match", m))
             }
         };
-        let (method, ll) = match bitwise {
-            Some((method, m)) => (
-                method,
-                (0..k)
+        // Per class, this answer's log-likelihood and its format evidence (a bit-identical
+        // reproduction settles the format as firmly as the class).
+        let (method, ll, format_ll) = match bitwise {
+            Some((method, m)) => {
+                let ll: Vec<f64> = (0..k)
                     .map(|c| if m.contains(&c) { 0.0 } else { -cap })
-                    .collect::<Vec<f64>>(),
-            ),
+                    .collect();
+                (method, ll.clone(), Some(ll))
+            }
             None => {
                 let scored = self.model.score_records(&[record], self.refs);
-                let (lp, z) = scored.into_iter().next().expect("one record scored");
+                let s = scored.into_iter().next().expect("one record scored");
+                let format_ll = self
+                    .formats
+                    .as_ref()
+                    .zip(s.format)
+                    .map(|(f, scores)| f.class_scores(&scores, &self.model.classes));
+                let lp = s.log_proba;
                 let top = lp.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                self.unmatched.push(z);
+                self.unmatched.push(s.z);
                 let mut ll: Vec<f64> = lp.iter().map(|v| (v - top).max(-cap)).collect();
                 // A class measured to repeat bit for bit, whose own answer to this probe is
                 // known and differs, is ruled out (up to the cap, on top of the classifier's
@@ -344,24 +351,14 @@ impl<'a> Verifier<'a> {
                 if !ruled.contains(&false) {
                     self.unreproduced += 1;
                 }
-                ("classifier", ll)
+                ("classifier", ll, format_ll)
             }
         };
-        if let Some(f) = &self.formats {
-            // A bit-identical reproduction settles the format as firmly as the class.
-            let per_class = if method == "classifier" {
-                let views = self
-                    .refs
-                    .views(&record.probe_id, &self.model.spec.references);
-                f.score(&View::of(&record.outputs), &views, FORMAT_CAP)
-                    .map(|s| f.class_scores(&s, &self.model.classes))
-            } else {
-                Some(ll.clone())
-            };
+        if self.formats.is_some() {
             for (c, v) in self
                 .format_cumulative
                 .iter_mut()
-                .zip(per_class.unwrap_or_default())
+                .zip(format_ll.unwrap_or_default())
             {
                 *c += v;
             }
@@ -658,9 +655,7 @@ impl<'a> Verifier<'a> {
             &self.claim,
             &self.model.classes,
             &self.cumulative,
-            self.formats
-                .is_some()
-                .then_some(self.format_cumulative.as_slice()),
+            self.format_scores(),
             (accuse, accept),
             self.open_set_unknown().is_some(),
         );

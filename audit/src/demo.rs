@@ -103,7 +103,7 @@ fn demo_audit(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
         .find(|p| p.format == NumericFormat::Bf16)
         .expect("the tiny LM grid has bf16")
         .clone();
-    let provider = serve::start(TinyLm::embedded(), &bf16, "127.0.0.1:0")?;
+    let provider = serve::start(Model::Tiny(TinyLm::embedded()), &bf16, "127.0.0.1:0")?;
     let url = format!("{}/chat/completions", provider.base_url());
     (lines.status)(&format!(
         "hspi demo 2/3: a provider serves the embedded tiny LM at {bf16} on {}; collecting 8 prompts over HTTP",
@@ -136,7 +136,7 @@ fn demo_audit(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
     let audit_prompts = audit_prompts.display().to_string();
     let (mut train_dirs, mut reference_dirs) = (Vec::new(), Vec::new());
     for p in &grid {
-        let own = serve::start(TinyLm::embedded(), p, "127.0.0.1:0")?;
+        let own = serve::start(Model::Tiny(TinyLm::embedded()), p, "127.0.0.1:0")?;
         let own_url = format!("{}/chat/completions", own.base_url());
         let name = p.format.to_string();
         let train_dir = out.join(format!("train-{name}"));

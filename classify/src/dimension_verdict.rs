@@ -32,6 +32,17 @@ impl DimensionStatus {
             DimensionStatus::Mismatch => "mismatch",
         }
     }
+
+    /// The exit code an audit whose worst claimed dimension has this status ends with, as the
+    /// overall verdicts map: 0 consistent, 3 inconclusive, 4 unknown, 1 mismatch.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            DimensionStatus::Consistent => 0,
+            DimensionStatus::Inconclusive => 3,
+            DimensionStatus::Unknown => 4,
+            DimensionStatus::Mismatch => 1,
+        }
+    }
 }
 
 impl fmt::Display for DimensionStatus {

@@ -61,22 +61,60 @@ impl FormatReferences {
         self.formats.iter().map(|(f, _)| *f).collect()
     }
 
-    /// Per format (in [`Self::formats`] order), how much better its pattern explains the answer
-    /// than the base format's, in nats within ±`cap`; None when the base reference did not
-    /// answer this probe.
+    /// Per format (in [`Self::formats`] order), how much worse it explains the answer than the
+    /// format that explains it best, in nats within [−`cap`, 0]; None when a format's reference
+    /// did not answer this probe.
     pub fn score(&self, answer: &View, references: &[Option<View>], cap: f64) -> Option<Vec<f64>> {
-        let base = references.get(self.formats[0].1)?.as_ref()?;
-        let scores = self
+        let refs: Vec<&View> = self
             .formats
             .iter()
-            .map(|(_, i)| match references.get(*i).and_then(Option::as_ref) {
-                Some(r) if *i != self.formats[0].1 => {
-                    gain(&matched(answer, base, r)).clamp(-cap, cap)
+            .map(|(_, i)| references.get(*i).and_then(Option::as_ref))
+            .collect::<Option<_>>()?;
+        // The nearest format to the base (the least pattern where every format is matched)
+        // bounds the noise of a change of hardware or build in every contest.
+        let common = matched(answer, &refs);
+        let nearest = (1..refs.len())
+            .map(|k| (k, pattern_variance(&common, k)))
+            .filter(|(_, v)| *v > FLOOR)
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(k, _)| k);
+        let Some(nearest) = nearest else {
+            return Some(vec![0.0; refs.len()]);
+        };
+        // Each pair of formats is weighed on the values the answer shares with both (and with
+        // the base and the nearest format), so a format whose tokens part early from the
+        // answer's does not shorten the contests of the others; a format scores its worst
+        // contest.
+        let k = refs.len();
+        let mut worst = vec![cap; k];
+        for g in 0..k {
+            for h in g + 1..k {
+                let mut at = vec![0, g, h, nearest];
+                at.dedup();
+                at.sort_unstable();
+                at.dedup();
+                let sub: Vec<&View> = at.iter().map(|i| refs[*i]).collect();
+                let values = matched(answer, &sub);
+                let column = |f: usize| at.iter().position(|i| *i == f).expect("listed");
+                let mut noise = pattern_variance(&values, column(nearest));
+                if values.is_empty() || noise <= FLOOR {
+                    continue;
                 }
-                _ => 0.0,
-            })
-            .collect();
-        Some(scores)
+                // The base against the nearest format is a contest at the scale of the noise
+                // itself: there the variances are left free, so only the direction of the
+                // deviation counts (engines move values about as far as F16 does).
+                if (g, h) == (0, nearest) {
+                    noise = f64::INFINITY;
+                }
+                let lg = log_likelihood(&values, column(g), noise);
+                let lh = log_likelihood(&values, column(h), noise);
+                let d = (lg - lh).clamp(-cap, cap);
+                worst[g] = worst[g].min(d);
+                worst[h] = worst[h].min(-d);
+            }
+        }
+        let best = worst.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(worst.iter().map(|w| (w - best).max(-cap)).collect())
     }
 
     /// A class's score: its format's (the best of its members').
@@ -94,37 +132,56 @@ impl FormatReferences {
     }
 }
 
-/// `(answer, base, format)` values at the same place: every logit, or each top-list entry all
-/// three share, step by step while the answer's tokens agree with both references (the step
-/// where they part still had the same context).
-fn matched(answer: &View, base: &View, format: &View) -> Vec<[f64; 3]> {
-    match (answer, base, format) {
-        (View::Logits(x), View::Logits(b), View::Logits(f)) => x
+/// `[answer, base, format…]` values at the same place: every logit, or each top-list entry the
+/// answer and every reference share, step by step while the answer's tokens agree with all the
+/// references (the step where they part still had the same context). Every format is weighed on
+/// the same values, so their log-likelihoods compare.
+fn matched(answer: &View, refs: &[&View]) -> Vec<Vec<f64>> {
+    if let View::Logits(x) = answer {
+        let logits: Option<Vec<&Vec<f32>>> = refs
             .iter()
-            .zip(b)
-            .zip(f)
-            .map(|((x, b), f)| [f64::from(*x), f64::from(*b), f64::from(*f)])
-            .collect(),
-        (
-            View::Steps { steps: x, .. },
-            View::Steps { steps: b, .. },
-            View::Steps { steps: f, .. },
-        ) => {
-            let mut out = Vec::new();
-            for ((x, b), f) in x.iter().zip(b).zip(f) {
-                out.extend(
-                    x.top
-                        .iter()
-                        .filter_map(|(k, v)| Some([f64::from(*v), entry(b, k)?, entry(f, k)?])),
-                );
-                if x.key != b.key || x.key != f.key {
-                    break;
-                }
-            }
-            out
-        }
-        _ => Vec::new(),
+            .map(|r| match r {
+                View::Logits(v) if v.len() == x.len() => Some(v),
+                _ => None,
+            })
+            .collect();
+        let Some(logits) = logits else {
+            return Vec::new();
+        };
+        return (0..x.len())
+            .map(|i| {
+                std::iter::once(f64::from(x[i]))
+                    .chain(logits.iter().map(|r| f64::from(r[i])))
+                    .collect()
+            })
+            .collect();
     }
+    let (View::Steps { steps: x, .. }, Some(steps)) = (
+        answer,
+        refs.iter()
+            .map(|r| match r {
+                View::Steps { steps, .. } => Some(steps),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>(),
+    ) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, step) in x.iter().enumerate() {
+        let Some(at): Option<Vec<&StepView>> = steps.iter().map(|s| s.get(i)).collect() else {
+            break;
+        };
+        out.extend(step.top.iter().filter_map(|(k, v)| {
+            std::iter::once(Some(f64::from(*v)))
+                .chain(at.iter().map(|r| entry(r, k)))
+                .collect::<Option<Vec<f64>>>()
+        }));
+        if at.iter().any(|r| r.key != step.key) {
+            break;
+        }
+    }
+    out
 }
 
 fn entry(step: &StepView, key: &str) -> Option<f64> {
@@ -134,26 +191,50 @@ fn entry(step: &StepView, key: &str) -> Option<f64> {
         .map(|(_, v)| f64::from(*v))
 }
 
-/// Profile log-likelihood of `a ≈ β·d` (β in [MIN_SHARE, 1]) against `a ≈ 0`.
-fn gain(values: &[[f64; 3]]) -> f64 {
-    let (mut sad, mut sdd) = (0.0, 0.0);
-    for [x, b, f] in values {
-        let (a, d) = (x - b, f - b);
-        sad += a * d;
-        sdd += d * d;
-    }
-    if values.is_empty() || sdd == 0.0 {
+/// Mean squared deviation of column `k`'s recomputation from the base's (column 1 of `values`).
+fn pattern_variance(values: &[Vec<f64>], k: usize) -> f64 {
+    if values.is_empty() {
         return 0.0;
     }
-    let beta = (sad / sdd).clamp(MIN_SHARE, 1.0);
+    values
+        .iter()
+        .map(|v| (v[k + 1] - v[1]).powi(2))
+        .sum::<f64>()
+        / values.len() as f64
+}
+
+/// The log-likelihood of the answer's deviations from the base, `a = X − base`, under the
+/// format in column `k` (0 is the base): the base's as `a ≈ 0`, another format's as `a ≈ β·d`
+/// with `d = R_format − base` and β in [MIN_SHARE, 1]. The noise variance is fitted but bounded:
+/// a change of hardware, build or serving adds at most `noise`, the nearest format's pattern
+/// variance (measured: engines and serving options move values about as far as F16 does), and a
+/// format's own rounding, drawn afresh where the answer does not repeat the reference's, at most
+/// its pattern's variance more. So an answer as far from the base as a format's pattern reaches
+/// is that format's even where its direction differs (Q8_0 rounds the activations, which another
+/// engine computes a little differently), and no nearer format can stand for it.
+fn log_likelihood(values: &[Vec<f64>], k: usize, noise: f64) -> f64 {
     let n = values.len() as f64;
-    let (mut fitted, mut zero) = (0.0, 0.0);
-    for [x, b, f] in values {
-        let (a, d) = (x - b, f - b);
-        fitted += (a - beta * d).powi(2);
-        zero += a * a;
+    let loglik = |mean_square: f64, bound: f64| {
+        let mean_square = mean_square + FLOOR;
+        let variance = mean_square.min(bound + FLOOR);
+        -n / 2.0 * (variance.ln() + mean_square / variance)
+    };
+    let answer = values.iter().map(|v| v[0] - v[1]);
+    let pattern = pattern_variance(values, k);
+    if k == 0 || pattern <= FLOOR {
+        return loglik(answer.map(|a| a * a).sum::<f64>() / n, noise);
     }
-    -n / 2.0 * ((fitted / n + FLOOR) / (zero / n + FLOOR)).ln()
+    let sad: f64 = values
+        .iter()
+        .map(|v| (v[0] - v[1]) * (v[k + 1] - v[1]))
+        .sum();
+    let beta = (sad / (pattern * n)).clamp(MIN_SHARE, 1.0);
+    let fitted = values
+        .iter()
+        .map(|v| ((v[0] - v[1]) - beta * (v[k + 1] - v[1])).powi(2))
+        .sum::<f64>()
+        / n;
+    loglik(fitted, noise + pattern)
 }
 
 #[cfg(test)]
@@ -210,10 +291,10 @@ mod tests {
         let served_f32: Vec<f32> = (0..40).map(|i| base[i] + noise(i)).collect();
         let views = [Some(View::Logits(q8)), Some(View::Logits(base))];
         let s = f.score(&View::Logits(served_q8), &views, 3.0).unwrap();
-        assert_eq!(s[0], 0.0, "the base scores 0");
-        assert_eq!(s[1], 3.0, "q8_0, capped");
+        assert_eq!(s[1], 0.0, "q8_0 explains it best");
+        assert_eq!(s[0], -3.0, "f32 far worse, capped");
         let s = f.score(&View::Logits(served_f32), &views, 3.0).unwrap();
-        assert_eq!(s[1], -3.0);
+        assert_eq!(s, vec![0.0, -3.0]);
         assert_eq!(f.class_scores(&s, &classes), vec![-3.0, 0.0]);
         assert_eq!(f.score(&View::Logits(vec![0.0]), &[None, None], 3.0), None);
     }

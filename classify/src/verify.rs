@@ -98,11 +98,14 @@ pub enum Verdict {
 
 impl Verdict {
     /// Exit codes as in DESIGN.md: 0 consistent, 1 mismatch / unknown / tampered, 3 inconclusive.
+    /// 0 consistent, 3 inconclusive, 4 unknown platform (nothing accused), 1 mismatch or
+    /// tampered (an accusation).
     pub fn exit_code(&self) -> u8 {
         match self {
             Verdict::Consistent => 0,
             Verdict::Inconclusive { .. } => 3,
-            _ => 1,
+            Verdict::UnknownPlatform { .. } => 4,
+            Verdict::Mismatch { .. } | Verdict::Tampered { .. } => 1,
         }
     }
     pub fn name(&self) -> &'static str {
@@ -156,6 +159,26 @@ pub struct VerifyReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dimensions: Vec<DimensionVerdict>,
     pub evidence: Vec<QueryEvidence>,
+}
+
+impl VerifyReport {
+    /// The exit code of the worst of the overall verdict and the claimed dimensions (an
+    /// accusation, 1, over unknown, 4, over inconclusive, 3, over consistent, 0), so a
+    /// dimension found wrong or unknown shows even where the overall test stopped short of it.
+    pub fn exit_code(&self) -> u8 {
+        let severity = |code: u8| match code {
+            0 => 0,
+            3 => 1,
+            4 => 2,
+            _ => 3,
+        };
+        self.dimensions
+            .iter()
+            .map(|d| d.status.exit_code())
+            .chain([self.verdict.exit_code()])
+            .max_by_key(|c| severity(*c))
+            .unwrap_or(0)
+    }
 }
 
 pub struct Verifier<'a> {
@@ -676,5 +699,59 @@ impl<'a> Verifier<'a> {
             output_tokens: self.tokens,
             evidence: self.evidence,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dimension_verdict::DimensionStatus;
+
+    fn report(verdict: Verdict, statuses: &[DimensionStatus]) -> VerifyReport {
+        VerifyReport {
+            claim: "*/llamacpp/f16/*".into(),
+            claimed: vec![],
+            alternatives: vec![],
+            classes: vec![],
+            verdict,
+            confidence: 0.5,
+            log_likelihood_ratio: 0.0,
+            thresholds: (4.6, -4.6),
+            queries: 8,
+            output_tokens: 64,
+            dimensions: statuses
+                .iter()
+                .map(|s| DimensionVerdict {
+                    dimension: Dimension::Format,
+                    claimed: "f16".into(),
+                    status: *s,
+                    nearest: "f16".into(),
+                    log_likelihood_ratio: None,
+                    note: None,
+                })
+                .collect(),
+            evidence: vec![],
+        }
+    }
+
+    #[test]
+    fn the_exit_code_follows_the_worst_claimed_dimension() {
+        use DimensionStatus::*;
+        let inconclusive = || Verdict::Inconclusive {
+            reason: "budget".into(),
+        };
+        assert_eq!(report(Verdict::Consistent, &[Consistent]).exit_code(), 0);
+        assert_eq!(report(inconclusive(), &[Consistent]).exit_code(), 3);
+        assert_eq!(
+            report(inconclusive(), &[Consistent, Mismatch]).exit_code(),
+            1
+        );
+        assert_eq!(
+            report(inconclusive(), &[Unknown, Inconclusive]).exit_code(),
+            4
+        );
+        assert_eq!(report(inconclusive(), &[Unknown, Mismatch]).exit_code(), 1);
+        assert_eq!(report(Verdict::Consistent, &[Inconclusive]).exit_code(), 3);
+        assert_eq!(report(inconclusive(), &[]).exit_code(), 3);
     }
 }

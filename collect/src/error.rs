@@ -81,6 +81,8 @@ pub enum CollectError {
         /// Why the attempt before the refused one failed, if one did.
         after: Option<String>,
     },
+    #[error("bad request: {0}")]
+    BadRequest(String),
     #[error("journal {path}: {reason}")]
     Journal { path: PathBuf, reason: String },
 }

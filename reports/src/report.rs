@@ -157,7 +157,7 @@ impl Report {
     pub fn exit_code(&self) -> u8 {
         match &self.evidence {
             Evidence::Audit { verification, .. } | Evidence::Verify { verification } => {
-                verification.verdict.exit_code()
+                verification.exit_code()
             }
             _ => 0,
         }

@@ -39,5 +39,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         hspi_reports::identification::render_text(i)
     })?;
     let unknown = ids.iter().any(|i| i.is_unknown());
-    Ok(ExitCode::from(u8::from(unknown)))
+    Ok(ExitCode::from(if unknown { 4 } else { 0 }))
 }

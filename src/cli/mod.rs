@@ -43,13 +43,13 @@ enum Command {
     Eqc(eqc::Args),
     /// Train a platform classifier on labelled datasets.
     Train(train::Args),
-    /// Name the platform (EQC) behind each target's answers; exit 1 when one is unknown.
+    /// Name the platform (EQC) behind each target's answers; exit 4 when one is unknown.
     Identify(identify::Args),
     /// Evaluate classifiers as in the HSPI paper: accuracy per class and per query count,
     /// unknown-class rejection, baselines (Markdown or JSON).
     Eval(Box<eval::Args>),
     /// Check a claimed platform against a target with a sequential test (exit 0 consistent,
-    /// 1 mismatch / unknown / tampered, 3 inconclusive).
+    /// 1 mismatch or tampered, 3 inconclusive, 4 unknown platform: the worst claimed dimension).
     Verify(Box<verify::Args>),
     /// Verify a claim against an endpoint, identify what it serves, and write the report.
     Audit(Box<audit::Args>),

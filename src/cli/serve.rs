@@ -1,18 +1,20 @@
 use std::process::ExitCode;
 
-use hspi_collect::{serve, zoo::TinyLm};
+use hspi_collect::serve;
+use hspi_collect::zoo::{Model, ModelId};
 
 use crate::printer;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The model to serve (the embedded tiny-lm, or --weights).
+    /// The language model to serve: tiny-lm (embedded) or smollm2 (`hspi fetch smollm2`).
     #[arg(long, default_value = "tiny-lm")]
     model: String,
-    /// Platform to compute at, e.g. cpu-avx2/candle-0.11.1/bf16/bs1.
+    /// Platform to compute at, e.g. cpu-avx2/candle-0.11.1/bf16/bs1 (tiny-lm) or
+    /// cpu-avx2/candle-0.11.1/q8_0/bs1 (smollm2).
     #[arg(long)]
     platform: String,
-    /// Weights file instead of the embedded one.
+    /// Weights file instead of the embedded or cached one.
     #[arg(long)]
     weights: Option<std::path::PathBuf>,
     #[arg(long, default_value = "127.0.0.1")]
@@ -22,19 +24,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(
-        args.model == "tiny-lm",
-        "hspi serve runs the tiny-lm only (its tokenizer is its vocabulary); '{}' needs a tokenizer hspi does not have yet",
-        args.model
-    );
-    let lm = match &args.weights {
-        Some(p) => TinyLm::load_file(p)?,
-        None => TinyLm::embedded(),
-    };
+    let id = ModelId::parse(&args.model)?;
     let platform = args.platform.parse()?;
-    let handle = serve::start(lm, &platform, &format!("{}:{}", args.host, args.port))?;
+    let model = Model::load(id, args.weights.as_deref())?;
+    let handle = serve::start(model, &platform, &format!("{}:{}", args.host, args.port))?;
     printer::status(&format!(
-        "serving tiny-lm at {platform} on {}",
+        "serving {} at {platform} on {}",
+        id.name(),
         handle.base_url()
     ));
     printer::data(&handle.base_url());

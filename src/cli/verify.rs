@@ -145,5 +145,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &report,
         hspi_reports::verification_table::text,
     )?;
-    Ok(ExitCode::from(report.verdict.exit_code()))
+    Ok(ExitCode::from(report.exit_code()))
 }

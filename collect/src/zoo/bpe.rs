@@ -19,6 +19,11 @@ pub struct Bpe {
     ranks: HashMap<(String, String), usize>,
     byte_char: [char; 256],
     char_byte: HashMap<char, u8>,
+    /// Control tokens (`<|im_start|>`, `<|im_end|>`, …): whole in a rendered chat prompt, printed
+    /// as nothing in answers (as llama.cpp prints them); longest first.
+    control: Vec<(String, u32)>,
+    /// The tokens that end a turn (end of sequence, and the chat template's end of turn).
+    end_of_generation: Vec<u32>,
 }
 
 impl Bpe {
@@ -43,6 +48,33 @@ impl Bpe {
                 .map_err(|e| bad(format!("{key}: {e}")))
         };
         let tokens = strings("tokenizer.ggml.tokens")?;
+        // Token type 3 is CONTROL in llama.cpp's vocabulary; a file without types has none.
+        let types: Vec<i64> = match content.metadata.get("tokenizer.ggml.token_type") {
+            Some(v) => v
+                .to_vec()
+                .map_err(|e| bad(format!("tokenizer.ggml.token_type: {e}")))?
+                .iter()
+                .map(|t| t.to_i32().map(i64::from))
+                .collect::<candle_core::Result<_>>()
+                .map_err(|e| bad(format!("tokenizer.ggml.token_type: {e}")))?,
+            None => Vec::new(),
+        };
+        let mut control: Vec<(String, u32)> = types
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| **t == 3)
+            .filter_map(|(i, _)| tokens.get(i).map(|t| (t.clone(), i as u32)))
+            .collect();
+        control.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.1.cmp(&b.1)));
+        let eos = content
+            .metadata
+            .get("tokenizer.ggml.eos_token_id")
+            .and_then(|v| v.to_u32().ok());
+        let end_of_generation = control
+            .iter()
+            .filter(|(t, id)| Some(*id) == eos || END_OF_TURN.contains(&t.as_str()))
+            .map(|(_, id)| *id)
+            .collect();
         let merges = strings("tokenizer.ggml.merges")?;
         let mut ranks = HashMap::with_capacity(merges.len());
         for (rank, merge) in merges.iter().enumerate() {
@@ -66,7 +98,55 @@ impl Bpe {
                 .map(|(b, c)| (*c, b as u8))
                 .collect(),
             byte_char,
+            control,
+            end_of_generation,
         })
+    }
+
+    /// Token ids of a rendered chat prompt: control tokens written out in `text` (as chat
+    /// templates write them) are those tokens; the text between them is encoded as usual.
+    pub fn encode_with_control(&self, text: &str) -> Result<Vec<u32>> {
+        let mut ids = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let next = self
+                .control
+                .iter()
+                .filter_map(|(t, id)| rest.find(t.as_str()).map(|at| (at, t.len(), *id)))
+                .min_by_key(|(at, _, _)| *at);
+            match next {
+                Some((at, len, id)) => {
+                    ids.extend(self.encode(&rest[..at])?);
+                    ids.push(id);
+                    rest = &rest[at + len..];
+                }
+                None => {
+                    ids.extend(self.encode(rest)?);
+                    rest = "";
+                }
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The bytes token `id` prints as in an answer: none for a control token.
+    pub fn token_bytes(&self, id: u32) -> Vec<u8> {
+        if self.control.iter().any(|(_, c)| *c == id) {
+            return Vec::new();
+        }
+        self.tokens
+            .get(id as usize)
+            .map(|t| {
+                t.chars()
+                    .filter_map(|c| self.char_byte.get(&c).copied())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether generation stops after token `id`.
+    pub fn ends_generation(&self, id: u32) -> bool {
+        self.end_of_generation.contains(&id)
     }
 
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
@@ -112,6 +192,9 @@ impl Bpe {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 }
+
+/// Control tokens that end a chat turn besides the file's end-of-sequence token.
+const END_OF_TURN: [&str; 4] = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"];
 
 /// GPT-2's reversible map from bytes to printable characters (a space is `Ġ`).
 fn byte_chars() -> [char; 256] {

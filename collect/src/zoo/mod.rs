@@ -3,6 +3,7 @@
 pub mod bpe;
 mod cache;
 mod candle_layers;
+pub mod chat_template;
 pub mod cnn_digits;
 pub mod digits;
 mod image_model;

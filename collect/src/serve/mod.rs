@@ -1,7 +1,11 @@
 //! `hspi serve`: an OpenAI-compatible server (chat + completions, with logprobs) over a local
-//! target at a chosen platform, so anyone can stand up a known platform on loopback. It serves the
-//! embedded tiny LM (its tokenizer is its character vocabulary). Requests are answered one at a
-//! time, so concurrent load cannot change the bits.
+//! language model at a chosen platform, on whichever backend runs that platform, so anyone can
+//! stand up a known platform on loopback: the embedded tiny LM, or SmolLM2 (its GGUF vocabulary
+//! and chat template, as llama-server reads them). Each generated token is computed from the whole
+//! context afresh, and requests are answered one at a time, so concurrent load cannot change the
+//! bits.
+
+mod codec;
 
 use hspi_datasets::top_label;
 use std::io::Read;
@@ -15,15 +19,18 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde_json::{json, Value};
 
-use crate::backend::TinyLmRunner;
+use crate::backend::{Batch, Runner};
 use crate::error::{CollectError, Result};
-use crate::zoo::{tiny_lm, TinyLm};
+use crate::zoo::chat_template::Message;
+use crate::zoo::Model;
+use codec::Codec;
 
 const MAX_BODY: usize = 1 << 20;
 
-pub struct Served {
-    lm: TinyLm,
-    runner: TinyLmRunner,
+struct Served {
+    model_id: String,
+    codec: Codec,
+    runner: Box<dyn Runner>,
     platform: Platform,
     requests: AtomicU64,
 }
@@ -56,10 +63,10 @@ impl Drop for ServerHandle {
     }
 }
 
-/// Serve `lm` at `platform` on `addr` (port 0 picks a free port).
-pub fn start(lm: TinyLm, platform: &Platform, addr: &str) -> Result<ServerHandle> {
-    crate::target::check_local(&crate::Model::Tiny(lm.clone()), platform)?;
-    let runner = TinyLmRunner::new(&lm, platform.format)?;
+/// Serve `model` at `platform` on `addr` (port 0 picks a free port).
+pub fn start(model: Model, platform: &Platform, addr: &str) -> Result<ServerHandle> {
+    let codec = Codec::for_model(&model, platform)?;
+    let runner = crate::backend::open(&model, platform)?;
     let server = tiny_http::Server::http(addr).map_err(|e| CollectError::Http {
         url: addr.into(),
         reason: format!("cannot listen: {e}"),
@@ -72,8 +79,9 @@ pub fn start(lm: TinyLm, platform: &Platform, addr: &str) -> Result<ServerHandle
             reason: "not an IP address".into(),
         })?;
     let server = Arc::new(server);
-    let served = Served {
-        lm,
+    let mut served = Served {
+        model_id: model.info().id,
+        codec,
         runner,
         platform: platform.clone(),
         requests: AtomicU64::new(0),
@@ -106,7 +114,7 @@ fn error(status: u16, message: &str) -> (u16, Value) {
 }
 
 impl Served {
-    fn handle(&self, request: &mut tiny_http::Request) -> (u16, Value) {
+    fn handle(&mut self, request: &mut tiny_http::Request) -> (u16, Value) {
         let path = request
             .url()
             .split('?')
@@ -118,7 +126,7 @@ impl Served {
             (tiny_http::Method::Get, "/health") => (200, json!({"status": "ok"})),
             (tiny_http::Method::Get, "/v1/models") => (
                 200,
-                json!({"object": "list", "data": [{"id": tiny_lm::ID, "object": "model", "owned_by": "hspi", "platform": self.platform.to_string()}]}),
+                json!({"object": "list", "data": [{"id": self.model_id, "object": "model", "owned_by": "hspi", "platform": self.platform.to_string()}]}),
             ),
             (tiny_http::Method::Post, "/v1/chat/completions") => self.complete(request, true),
             (tiny_http::Method::Post, "/v1/completions") => self.complete(request, false),
@@ -126,7 +134,7 @@ impl Served {
         }
     }
 
-    fn complete(&self, request: &mut tiny_http::Request, chat: bool) -> (u16, Value) {
+    fn complete(&mut self, request: &mut tiny_http::Request, chat: bool) -> (u16, Value) {
         let mut body = String::new();
         if request
             .as_reader()
@@ -141,19 +149,27 @@ impl Served {
             Ok(v) => v,
             Err(e) => return error(400, &format!("malformed JSON: {e}")),
         };
-        let prompt = if chat {
-            v["messages"]
-                .as_array()
-                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-                .and_then(|m| m["content"].as_str())
-                .map(str::to_string)
+        let ids = if chat {
+            let messages: Option<Vec<Message>> = v["messages"].as_array().and_then(|m| {
+                m.iter()
+                    .map(|m| {
+                        Some(Message {
+                            role: m["role"].as_str()?.to_string(),
+                            content: m["content"].as_str()?.to_string(),
+                        })
+                    })
+                    .collect()
+            });
+            match messages {
+                Some(m) => self.codec.chat_ids(&m),
+                None => Err(CollectError::BadRequest(
+                    "messages must be a list of {role, content} with text content".into(),
+                )),
+            }
         } else {
-            v["prompt"].as_str().map(str::to_string)
+            self.codec.text_ids(v["prompt"].as_str().unwrap_or(""))
         };
-        let Some(prompt) = prompt.filter(|p| !p.is_empty()) else {
-            return error(400, if chat { "no user message" } else { "no prompt" });
-        };
-        let ids = match self.lm.encode(&prompt) {
+        let ids = match ids {
             Ok(ids) => ids,
             Err(e) => return error(400, &e.to_string()),
         };
@@ -172,10 +188,11 @@ impl Served {
         let mut rng = ChaCha20Rng::seed_from_u64(v["seed"].as_u64().unwrap_or(0));
         let mut context = ids.clone();
         let mut steps = Vec::new();
-        let mut text = String::new();
+        let mut text = Vec::new();
+        let mut finish_reason = "length";
         for _ in 0..max_tokens {
-            let logits = match self.runner.next_token_logits(&context) {
-                Ok(l) => l,
+            let logits = match self.runner.forward(Batch::Tokens(&[&context])) {
+                Ok(mut l) => l.remove(0),
                 Err(e) => return error(500, &e.to_string()),
             };
             let lp = log_softmax(&logits);
@@ -185,9 +202,9 @@ impl Served {
                 sample(&logits, temperature as f32, &mut rng)
             };
             let entry = |i: usize| {
-                let token = self.lm.decode(&[i as u32]);
+                let bytes = self.codec.token_bytes(i as u32);
                 // f32 widened to f64 prints the f32's exact value (as llama.cpp does).
-                json!({"id": i, "token": token, "bytes": token.as_bytes(), "logprob": lp[i] as f64})
+                json!({"id": i, "token": String::from_utf8_lossy(&bytes), "bytes": bytes, "logprob": lp[i] as f64})
             };
             let mut step = entry(next);
             let mut order: Vec<usize> = (0..lp.len()).collect();
@@ -195,9 +212,15 @@ impl Served {
             step["top_logprobs"] =
                 Value::Array(order.iter().take(top_k).map(|i| entry(*i)).collect());
             steps.push(step);
-            text.push_str(&self.lm.decode(&[next as u32]));
+            text.extend(self.codec.token_bytes(next as u32));
             context.push(next as u32);
+            if self.codec.ends_generation(next as u32) {
+                finish_reason = "stop";
+                break;
+            }
         }
+        let text = String::from_utf8_lossy(&text).into_owned();
+        let generated = steps.len();
         let n = self.requests.fetch_add(1, Ordering::Relaxed);
         let logprobs = if want_logprobs {
             json!({"content": steps})
@@ -205,19 +228,19 @@ impl Served {
             Value::Null
         };
         let choice = if chat {
-            json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": logprobs, "finish_reason": "length"})
+            json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": logprobs, "finish_reason": finish_reason})
         } else {
-            json!({"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"})
+            json!({"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish_reason})
         };
         (
             200,
             json!({
                 "id": format!("hspi-{n}"),
                 "object": if chat { "chat.completion" } else { "text_completion" },
-                "model": tiny_lm::ID,
+                "model": self.model_id,
                 "system_fingerprint": format!("hspi-{}", env!("CARGO_PKG_VERSION")),
                 "choices": [choice],
-                "usage": {"prompt_tokens": ids.len(), "completion_tokens": max_tokens, "total_tokens": ids.len() + max_tokens},
+                "usage": {"prompt_tokens": ids.len(), "completion_tokens": generated, "total_tokens": ids.len() + generated},
             }),
         )
     }

@@ -1,0 +1,87 @@
+//! How a served model reads a request and writes an answer: prompt text to token ids (a chat
+//! request through the model's chat template), token ids to the bytes an answer prints.
+
+use crate::error::{CollectError, Result};
+use crate::zoo::bpe::Bpe;
+use crate::zoo::chat_template::{ChatTemplate, Message};
+use crate::zoo::{Model, TinyLm};
+
+pub enum Codec {
+    /// The tiny LM's character vocabulary; a chat request's prompt is its last user message
+    /// (the model was trained on plain text, it has no chat format).
+    Tiny(TinyLm),
+    /// A GGUF model's byte-level BPE vocabulary and chat template, as llama-server uses them.
+    Gguf {
+        bpe: Box<Bpe>,
+        template: ChatTemplate,
+    },
+}
+
+impl Codec {
+    pub fn for_model(model: &Model, platform: &hspi_datasets::Platform) -> Result<Codec> {
+        Ok(match model {
+            Model::Tiny(lm) => Codec::Tiny(lm.clone()),
+            Model::Lm { path, .. } => Codec::Gguf {
+                bpe: Box::new(Bpe::from_gguf(path)?),
+                template: ChatTemplate::from_gguf(path)?,
+            },
+            Model::Image(m) => {
+                return Err(CollectError::Unsupported {
+                    platform: platform.to_string(),
+                    model: m.id.clone(),
+                    reason:
+                        "hspi serve answers chat and completion requests: it serves language models"
+                            .into(),
+                })
+            }
+        })
+    }
+
+    /// The prompt of a chat request.
+    pub fn chat_ids(&self, messages: &[Message]) -> Result<Vec<u32>> {
+        match self {
+            Codec::Tiny(lm) => {
+                let prompt = messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == "user")
+                    .map(|m| m.content.as_str())
+                    .filter(|p| !p.is_empty())
+                    .ok_or_else(|| CollectError::BadRequest("no user message".into()))?;
+                lm.encode(prompt)
+            }
+            Codec::Gguf { bpe, template } => {
+                let text = template.render(messages)?;
+                bpe.encode_with_control(&text)
+            }
+        }
+    }
+
+    /// The prompt of a completion request (control tokens written out are parsed, as
+    /// llama-server parses them).
+    pub fn text_ids(&self, prompt: &str) -> Result<Vec<u32>> {
+        if prompt.is_empty() {
+            return Err(CollectError::BadRequest("no prompt".into()));
+        }
+        match self {
+            Codec::Tiny(lm) => lm.encode(prompt),
+            Codec::Gguf { bpe, .. } => bpe.encode_with_control(prompt),
+        }
+    }
+
+    /// The bytes token `id` prints as.
+    pub fn token_bytes(&self, id: u32) -> Vec<u8> {
+        match self {
+            Codec::Tiny(lm) => lm.decode(&[id]).into_bytes(),
+            Codec::Gguf { bpe, .. } => bpe.token_bytes(id),
+        }
+    }
+
+    /// Whether the answer ends after token `id` (end of turn), besides `max_tokens`.
+    pub fn ends_generation(&self, id: u32) -> bool {
+        match self {
+            Codec::Tiny(_) => false,
+            Codec::Gguf { bpe, .. } => bpe.ends_generation(id),
+        }
+    }
+}

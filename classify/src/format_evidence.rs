@@ -1,16 +1,17 @@
-//! Format evidence that survives a change of hardware, build, kernel options or batching.
+//! Format evidence that survives a change of hardware, build, engine, kernel options or batching.
 //!
 //! A format leaves its own rounding pattern in every value: the deviation of its recomputation
-//! from the widest reference, `d = R_format − R_base`. Served on other hardware, an answer's
-//! deviation from the base, `a = X − R_base`, keeps most of that pattern while the hardware adds
-//! noise of its own. Measured on the Xeon grid (AVX-512 answers against AVX2 references of the
-//! same 60 prompts), an answer carries 55–67 % of its own format's pattern (the least-squares β of
-//! `a` on `d`) and 0–9 % of the other formats'. Each format is scored by how much better
-//! `a ≈ β·d` with β held to [½, 1] explains the answer than `a ≈ 0` (the Gaussian profile
-//! log-likelihood over the matched values); the base format scores 0. Holding β to at least ½
-//! keeps a format's own partial pattern from being read as the base format's hardware noise,
-//! and the base's noise (which leans a little toward the half-precision pattern: β ≈ 0.1) from
-//! being read as the format.
+//! from the widest reference, `d = R_format − R_base`. Served elsewhere, an answer's deviation
+//! from the base, `a = X − R_base`, keeps part of that pattern's direction (on the Xeon grid,
+//! AVX-512 answers carry 55–67 % of their own format's AVX2 pattern and 0–9 % of the others') and
+//! all of its size: Q8_0 answers lie about as far from F32 as Q8_0's recomputation does, whichever
+//! engine computed them, while engines and serving options move values only about as far as F16
+//! does. Each format is weighed as `a ≈ β·d` (β in [½, 1]; the base as `a ≈ 0`) by a Gaussian
+//! likelihood whose noise variance is fitted but bounded by the nearest format's pattern (plus
+//! the format's own pattern for a format); every pair of formats is compared on the values the
+//! answer shares with both, and a format scores its worst contest, at most 1 nat per answer. The
+//! base against the nearest format is a contest at the scale of the noise itself, so there the
+//! variances are free and only the direction counts.
 
 use hspi_datasets::{NumericFormat, Platform};
 

@@ -91,7 +91,6 @@ impl FormatReferences {
         for g in 0..k {
             for h in g + 1..k {
                 let mut at = vec![0, g, h, nearest];
-                at.dedup();
                 at.sort_unstable();
                 at.dedup();
                 let sub: Vec<&View> = at.iter().map(|i| refs[*i]).collect();

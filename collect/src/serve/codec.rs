@@ -21,10 +21,13 @@ impl Codec {
     pub fn for_model(model: &Model, platform: &hspi_datasets::Platform) -> Result<Codec> {
         Ok(match model {
             Model::Tiny(lm) => Codec::Tiny(lm.clone()),
-            Model::Lm { path, .. } => Codec::Gguf {
-                bpe: Box::new(Bpe::from_gguf(path)?),
-                template: ChatTemplate::from_gguf(path)?,
-            },
+            Model::Lm { path, .. } => {
+                let content = crate::zoo::read_gguf(path)?;
+                Codec::Gguf {
+                    bpe: Box::new(Bpe::from_content(path, &content)?),
+                    template: ChatTemplate::from_content(path, &content)?,
+                }
+            }
             Model::Image(m) => {
                 return Err(CollectError::Unsupported {
                     platform: platform.to_string(),

@@ -28,13 +28,12 @@ pub struct Bpe {
 
 impl Bpe {
     pub fn from_gguf(path: &Path) -> Result<Bpe> {
-        let bad = |reason: String| CollectError::BadWeights {
-            model: "smollm2".into(),
-            path: path.into(),
-            reason,
-        };
-        let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
-        let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
+        Bpe::from_content(path, &super::read_gguf(path)?)
+    }
+
+    /// The vocabulary in `content`, read from the GGUF file at `path` (named in errors).
+    pub fn from_content(path: &Path, content: &gguf_file::Content) -> Result<Bpe> {
+        let bad = |reason: String| super::bad_gguf(path, reason);
         let strings = |key: &str| -> Result<Vec<String>> {
             let value = content
                 .metadata

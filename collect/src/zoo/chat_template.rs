@@ -25,13 +25,12 @@ pub struct ChatTemplate {
 impl ChatTemplate {
     /// The template stored in the GGUF file at `path`.
     pub fn from_gguf(path: &Path) -> Result<ChatTemplate> {
-        let bad = |reason: String| CollectError::BadWeights {
-            model: "smollm2".into(),
-            path: path.into(),
-            reason,
-        };
-        let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
-        let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
+        ChatTemplate::from_content(path, &super::read_gguf(path)?)
+    }
+
+    /// The template in `content`, read from the GGUF file at `path` (named in errors).
+    pub fn from_content(path: &Path, content: &gguf_file::Content) -> Result<ChatTemplate> {
+        let bad = |reason: String| super::bad_gguf(path, reason);
         let source = content
             .metadata
             .get("tokenizer.chat_template")

@@ -117,6 +117,22 @@ impl Model {
     }
 }
 
+/// The metadata and tensor index of the GGUF file at `path` (no tensor data is read).
+pub fn read_gguf(path: &Path) -> Result<candle_core::quantized::gguf_file::Content> {
+    let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
+    candle_core::quantized::gguf_file::Content::read(&mut file)
+        .map_err(|e| bad_gguf(path, e.to_string()))
+}
+
+/// A fault of the GGUF file at `path`.
+pub fn bad_gguf(path: &Path, reason: String) -> CollectError {
+    CollectError::BadWeights {
+        model: "smollm2".into(),
+        path: path.into(),
+        reason,
+    }
+}
+
 pub fn sha256_file(path: &Path) -> Result<String> {
     use sha2::{Digest, Sha256};
     use std::io::Read;

@@ -7,6 +7,7 @@ pub mod error;
 pub mod export;
 pub mod manifest;
 pub mod platform;
+pub mod presentation;
 pub mod probe;
 pub mod provenance;
 pub mod record;
@@ -21,6 +22,7 @@ pub use platform::{
     NumericFormat, PatternParseError, Platform, PlatformParseError, PlatformPattern,
     ReductionOrder,
 };
+pub use presentation::{Grid, Presentation, PresentationParseError};
 pub use probe::{content_id, GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};
 pub use provenance::{GpuInfo, HostProvenance};
 pub use record::{

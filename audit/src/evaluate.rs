@@ -7,6 +7,7 @@ use hspi_classify::features::FeatureKind;
 use hspi_classify::linear::TrainParams;
 use hspi_classify::ReferenceIndex;
 use hspi_datasets::store::load_one_model;
+use hspi_datasets::Presentation;
 use hspi_reports::report::{Atlas, Context, Report, Spent, Subject};
 
 use crate::error::AuditError;
@@ -28,12 +29,17 @@ pub struct EvalOptions<'a> {
     /// Datasets of another model labelled with the same platforms: cross-model transfer.
     pub transfer: &'a [PathBuf],
     pub seed: u64,
+    /// How the test answers are shown before any path sees them (text only, rounded).
+    pub shown_as: Presentation,
 }
 
 /// The evaluation, and its report model for `--report`.
 pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditError> {
     let train = load_one_model(o.train)?;
-    let test = load_one_model(o.test)?;
+    let mut test = load_one_model(o.test)?;
+    for r in &mut test.records {
+        r.outputs = o.shown_as.show(&r.outputs);
+    }
     if test.model != train.model {
         return Err(AuditError::Usage(format!(
             "training model {} and test model {} differ (use --transfer for cross-model tests)",
@@ -42,7 +48,15 @@ pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditEr
     }
     let mode = hspi_classify::evidence::detect(&train.records)?;
     let extra = load_references(o.references)?;
-    let references = ReferenceIndex::new(train.records.iter().chain(&test.records).chain(&extra));
+    // References are hspi's own exact recomputations, whatever the test answers show.
+    let exact_test = load_one_model(o.test)?;
+    let references = ReferenceIndex::new(
+        train
+            .records
+            .iter()
+            .chain(&exact_test.records)
+            .chain(&extra),
+    );
     let transfer = if o.transfer.is_empty() {
         None
     } else {

@@ -7,7 +7,8 @@ use hspi_classify::repeated_audits::{repeat_audits, AuditTally};
 use hspi_classify::verify::{Verifier, VerifyParams, VerifyReport};
 use hspi_classify::{run_audit, PlatformModel, RecordSource, ReferenceIndex};
 use hspi_datasets::store::load_one_model;
-use hspi_datasets::{PlatformPattern, Record};
+use hspi_datasets::store::OneModel;
+use hspi_datasets::{PlatformPattern, Presentation, Record};
 use hspi_reports::report::{Atlas, Context, Report, Spent, Subject};
 
 use crate::error::AuditError;
@@ -68,6 +69,14 @@ impl VerifySetup {
     }
 }
 
+/// The target's answers as an endpoint with `presentation` would have shown them (`--as`).
+fn shown(mut data: OneModel, presentation: Presentation) -> OneModel {
+    for r in &mut data.records {
+        r.outputs = presentation.show(&r.outputs);
+    }
+    data
+}
+
 /// Verify the claim over collected answers of one target (`hspi verify DIR...`); the report model
 /// is returned with the verdict for `--report`.
 /// The same audit `audits` times over seeded random orders of the datasets' answers.
@@ -76,8 +85,9 @@ pub fn repeat_verify_datasets(
     dirs: &[PathBuf],
     audits: usize,
     seed: u64,
+    shown_as: Presentation,
 ) -> Result<AuditTally, AuditError> {
-    let data = load_one_model(dirs)?;
+    let data = shown(load_one_model(dirs)?, shown_as);
     let all: Vec<&Record> = data.records.iter().collect();
     s.model.check_compatible(&data.model, &all)?;
     let verifier = || Verifier::new(&s.model, &s.references, s.claim.clone(), s.params.clone());
@@ -87,8 +97,9 @@ pub fn repeat_verify_datasets(
 pub fn verify_datasets(
     s: &VerifySetup,
     dirs: &[PathBuf],
+    shown_as: Presentation,
 ) -> Result<(VerifyReport, Report), AuditError> {
-    let data = load_one_model(dirs)?;
+    let data = shown(load_one_model(dirs)?, shown_as);
     let all: Vec<&Record> = data.records.iter().collect();
     s.model.check_compatible(&data.model, &all)?;
     let mut source = RecordSource::new(&data.records)?;

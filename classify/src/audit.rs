@@ -41,19 +41,31 @@ pub fn run_audit(
     let ids: Vec<String> = probes.iter().map(|(id, _)| id.clone()).collect();
     let costs: std::collections::HashMap<&str, u64> =
         probes.iter().map(|(id, t)| (id.as_str(), *t)).collect();
-    let order = if source.fixed_order() {
+    let fixed = source.fixed_order();
+    let mut order = if fixed {
         ids
     } else {
         verifier.order_probes(&ids)
     };
     let mut records = Vec::new();
-    for id in order {
+    let mut next = 0;
+    while next < order.len() {
+        let id = order[next].clone();
+        next += 1;
         let cost = costs.get(id.as_str()).copied().unwrap_or(0);
         if !verifier.can_continue(cost) {
             break;
         }
         let record = source.ask(&id).map_err(ClassifyError::Source)?;
+        let shown = verifier.presentation();
         verifier.observe(&record);
+        // An endpoint that turns out to round or hide its logprobs is best told apart by other
+        // probes (for text alone: those whose greedy texts differ): the rest are ordered again.
+        if !fixed && verifier.presentation() != shown {
+            let rest = verifier.order_probes(&order[next..]);
+            order.truncate(next);
+            order.extend(rest);
+        }
         on_answer(&record, &verifier).map_err(ClassifyError::Source)?;
         records.push(record);
     }

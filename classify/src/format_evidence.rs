@@ -65,7 +65,14 @@ impl FormatReferences {
     /// Per format (in [`Self::formats`] order), how much worse it explains the answer than the
     /// format that explains it best, in nats within [−`cap`, 0]; None when a format's reference
     /// did not answer this probe.
-    pub fn score(&self, answer: &View, references: &[Option<View>], cap: f64) -> Option<Vec<f64>> {
+    /// `rounding`: variance the API's rounding of the values adds to every contest's noise.
+    pub fn score(
+        &self,
+        answer: &View,
+        references: &[Option<View>],
+        cap: f64,
+        rounding: f64,
+    ) -> Option<Vec<f64>> {
         let refs: Vec<&View> = self
             .formats
             .iter()
@@ -100,6 +107,7 @@ impl FormatReferences {
                 if values.is_empty() || noise <= FLOOR {
                     continue;
                 }
+                noise += rounding;
                 // The base against the nearest format is a contest at the scale of the noise
                 // itself: there the variances are left free, so only the direction of the
                 // deviation counts (engines move values about as far as F16 does).
@@ -290,12 +298,17 @@ mod tests {
             .collect();
         let served_f32: Vec<f32> = (0..40).map(|i| base[i] + noise(i)).collect();
         let views = [Some(View::Logits(q8)), Some(View::Logits(base))];
-        let s = f.score(&View::Logits(served_q8), &views, 3.0).unwrap();
+        let s = f.score(&View::Logits(served_q8), &views, 3.0, 0.0).unwrap();
         assert_eq!(s[1], 0.0, "q8_0 explains it best");
         assert_eq!(s[0], -3.0, "f32 far worse, capped");
-        let s = f.score(&View::Logits(served_f32), &views, 3.0).unwrap();
+        let s = f
+            .score(&View::Logits(served_f32), &views, 3.0, 0.0)
+            .unwrap();
         assert_eq!(s, vec![0.0, -3.0]);
         assert_eq!(f.class_scores(&s, &classes), vec![-3.0, 0.0]);
-        assert_eq!(f.score(&View::Logits(vec![0.0]), &[None, None], 3.0), None);
+        assert_eq!(
+            f.score(&View::Logits(vec![0.0]), &[None, None], 3.0, 0.0),
+            None
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! in training, otherwise the classifier's posterior summed over queries, with open-set rejection.
 
 use hspi_datasets::top_label;
-use hspi_datasets::{Dimension, Record};
+use hspi_datasets::{Dimension, Presentation, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::dimension_verdict::shown;
@@ -124,7 +124,7 @@ impl PlatformModel {
                 z: zr.to_vec(),
                 format: formats.as_ref().and_then(|f| {
                     let views = refs.views(&r.probe_id, &self.spec.references);
-                    f.score(&View::of(&r.outputs), &views, FORMAT_CAP)
+                    f.score(&View::of(&r.outputs), &views, FORMAT_CAP, 0.0)
                 }),
             })
             .collect()
@@ -219,11 +219,35 @@ impl PlatformModel {
         if records.is_empty() {
             return out;
         }
+        // Answers shown rounded or as text alone are compared with the references shown the
+        // same way; the classifier, trained on exact values, never sees them.
+        let presentation = shown_as(records);
+        if presentation != Presentation::Exact {
+            let matches = self.reference_matches(records, refs, presentation);
+            out.method = format!("reference-match ({})", presentation.describe());
+            out.posterior = self.uniform(matches.as_deref().unwrap_or_default());
+            out.decision = match matches.as_deref() {
+                None | Some([]) => Decision::Unknown {
+                    reason: format!(
+                        "shown as {}, the answers match no class's recomputation shown the same way",
+                        presentation.describe()
+                    ),
+                },
+                Some([one]) => Decision::Identified {
+                    class: self.classes[*one].id.clone(),
+                    name: self.classes[*one].name(),
+                },
+                Some(many) => Decision::OneOf {
+                    classes: many.iter().map(|c| self.classes[*c].id.clone()).collect(),
+                },
+            };
+            return out;
+        }
         let exact = self
             .exact_matches(records)
             .map(|m| ("exact-match", m))
             .or_else(|| {
-                self.reference_matches(records, refs)
+                self.reference_matches(records, refs, Presentation::Exact)
                     .map(|m| ("reference-match", m))
             });
         if let Some((method, matches)) = exact {
@@ -277,7 +301,11 @@ impl PlatformModel {
         let reference_class = self.reference_classes();
         let unreproduced = records
             .iter()
-            .filter(|r| !self.ruled_out(r, refs, &reference_class).contains(&false))
+            .filter(|r| {
+                !self
+                    .ruled_out(r, refs, &reference_class, Presentation::Exact)
+                    .contains(&false)
+            })
             .count();
         out.decision = if unreproduced > 0 && 2 * unreproduced >= records.len() {
             Decision::Unknown {
@@ -309,8 +337,11 @@ impl PlatformModel {
 
     pub fn identify(&self, records: &[&Record], refs: &ReferenceIndex) -> Identification {
         // Answers settled bit for bit need no features: extract them only for the classifier.
-        let bitwise = self.exact_matches(records).is_some()
-            || self.reference_matches(records, refs).is_some();
+        let bitwise = shown_as(records) != Presentation::Exact
+            || self.exact_matches(records).is_some()
+            || self
+                .reference_matches(records, refs, Presentation::Exact)
+                .is_some();
         let scored = if bitwise {
             Vec::new()
         } else {
@@ -339,12 +370,17 @@ impl PlatformModel {
 
     /// Classes whose reference platform recomputed every query bit for bit (local
     /// recomputation of unseen probes: the exact path without training on them).
-    fn reference_matches(&self, records: &[&Record], refs: &ReferenceIndex) -> Option<Vec<usize>> {
+    fn reference_matches(
+        &self,
+        records: &[&Record],
+        refs: &ReferenceIndex,
+        presentation: Presentation,
+    ) -> Option<Vec<usize>> {
         let reference_class = self.reference_classes();
         let mut common: Option<Vec<usize>> = None;
         for r in records {
             let classes: Vec<usize> = refs
-                .identical(r)
+                .identical_as(r, presentation)
                 .iter()
                 .filter_map(|p| reference_class.get(p).copied())
                 .collect();
@@ -374,4 +410,13 @@ impl PlatformModel {
             })
             .collect()
     }
+}
+
+/// How a set of answers is shown: the coarsest presentation any of them shows.
+pub fn shown_as(records: &[&Record]) -> Presentation {
+    records
+        .iter()
+        .filter_map(|r| Presentation::detect(&r.outputs))
+        .max_by_key(|p| p.coarseness())
+        .unwrap_or_default()
 }

@@ -17,6 +17,7 @@ pub mod model;
 pub mod open_set;
 pub mod references;
 pub mod repeated_audits;
+pub mod text_evidence;
 pub mod verify;
 
 pub use audit::{run_audit, AnswerSource, AuditOutcome, RecordSource};

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use hspi_datasets::manifest::ModelInfo;
-use hspi_datasets::{short_id, Platform, Record};
+use hspi_datasets::{short_id, Platform, Presentation, Record};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -103,14 +103,17 @@ impl PlatformModel {
         record: &Record,
         refs: &ReferenceIndex,
         reference_class: &std::collections::HashMap<String, usize>,
+        presentation: Presentation,
     ) -> Vec<bool> {
-        let trained = self.exact.probes.get(&record.probe_id);
+        // Training answers are exact: they settle nothing about a rounded answer.
+        let exact = presentation == Presentation::Exact;
+        let trained = self.exact.probes.get(&record.probe_id).filter(|_| exact);
         let mut matched: Vec<usize> = match self.exact.lookup(record) {
-            crate::exact::Lookup::Matches(m) => m,
-            crate::exact::Lookup::Unseen => Vec::new(),
+            crate::exact::Lookup::Matches(m) if exact => m,
+            _ => Vec::new(),
         };
         matched.extend(
-            refs.identical(record)
+            refs.identical_as(record, presentation)
                 .iter()
                 .filter_map(|p| reference_class.get(p).copied()),
         );

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use hspi_datasets::Record;
+use hspi_datasets::{Presentation, Record};
 use ndarray::Array2;
 
 use crate::features::{FeatureKind, FeatureSpec, View};
@@ -59,6 +59,25 @@ impl ReferenceIndex {
             .get(&record.probe_id)
             .and_then(|h| h.get(&crate::exact::output_hash(record)))
             .map_or(&[], Vec::as_slice)
+    }
+
+    /// Reference platforms whose answer to this record's probe the endpoint would show as it
+    /// shows this record (bit-identical once both are rounded to its grid, or the same text).
+    pub fn identical_as(&self, record: &Record, presentation: Presentation) -> Vec<String> {
+        if presentation == Presentation::Exact {
+            return self.identical(record).to_vec();
+        }
+        let answer = View::of(&record.outputs).shown(presentation);
+        let Some(answers) = self.by_probe.get(&record.probe_id) else {
+            return Vec::new();
+        };
+        let mut same: Vec<String> = answers
+            .iter()
+            .filter(|(_, v)| v.shown(presentation) == answer)
+            .map(|(p, _)| p.clone())
+            .collect();
+        same.sort_unstable();
+        same
     }
 
     /// Whether `platform` answered this probe among the references.

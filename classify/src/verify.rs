@@ -6,18 +6,24 @@
 //! decides alone; a budget cap ends in "inconclusive", never in an accusation.
 
 use hspi_datasets::top_label;
-use hspi_datasets::{Dimension, PlatformPattern, Record};
+use hspi_datasets::{Dimension, Outputs, PlatformPattern, Presentation, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::dimension_verdict::{dimension_llr, dimension_verdicts, on_claim, DimensionVerdict};
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
-use crate::format_evidence::FormatReferences;
+use crate::features::View;
+use crate::format_evidence::{FormatReferences, FORMAT_CAP};
 use crate::identify::{output_tokens, PER_QUERY_CAP};
-use crate::integrity::violations;
+use crate::integrity::{violations, Check};
 use crate::model::PlatformModel;
 use crate::references::ReferenceIndex;
+use crate::text_evidence::{TextEvidence, TextReferences};
+
+/// One answer weighed: the method, per class its log-likelihood, and per class its format
+/// evidence (None where it has none).
+type Weighed = (&'static str, Vec<f64>, Option<Vec<f64>>);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VerifyParams {
@@ -155,6 +161,10 @@ pub struct VerifyReport {
     pub thresholds: (f64, f64),
     pub queries: usize,
     pub output_tokens: u64,
+    /// How the endpoint showed its answers, when not as exact logprobs ("logprobs rounded to
+    /// fp16", "text only (no logprobs)"): the references were shown the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presentation: Option<String>,
     /// The verdict on each claimed dimension (reports written before it have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dimensions: Vec<DimensionVerdict>,
@@ -207,6 +217,14 @@ pub struct Verifier<'a> {
     unreproduced: usize,
     tampered: Vec<String>,
     verdict: Option<Verdict>,
+    /// How the last answer that told showed itself, and the coarsest seen.
+    shown: Presentation,
+    coarsest: Presentation,
+    /// Which references' texts stand for each class (text-only answers).
+    texts: TextReferences,
+    text_answers: usize,
+    /// Text-only answers whose text is no known class's.
+    text_unlike: usize,
 }
 
 impl<'a> Verifier<'a> {
@@ -263,11 +281,21 @@ impl<'a> Verifier<'a> {
             unreproduced: 0,
             tampered: Vec::new(),
             verdict: None,
+            shown: Presentation::Exact,
+            coarsest: Presentation::Exact,
+            texts: TextReferences::new(
+                &model.spec.references,
+                &model.reference_classes(),
+                &model.classes,
+            ),
+            text_answers: 0,
+            text_unlike: 0,
         })
     }
 
     /// Probe ids ordered so the first ones best separate the claim from its alternatives: those
-    /// where most alternative classes' reference answers differ from the claimed class's.
+    /// where most alternative classes' reference answers differ from the claimed class's, as the
+    /// endpoint shows its answers (for text-only answers: where the greedy texts differ).
     pub fn order_probes(&self, probes: &[String]) -> Vec<String> {
         let refs = &self.model.spec.references;
         // Each class's first reference platform, in spec order.
@@ -282,7 +310,9 @@ impl<'a> Verifier<'a> {
             .enumerate()
             .map(|(i, p)| {
                 let views = self.refs.views(p, refs);
-                let class_view = |c: usize| class_reference[c].and_then(|j| views[j].clone());
+                let class_view = |c: usize| {
+                    class_reference[c].and_then(|j| views[j].as_ref().map(|v| v.shown(self.shown)))
+                };
                 let claimed: Vec<_> = self.claimed.iter().filter_map(|c| class_view(*c)).collect();
                 let separated = (0..self.model.classes.len())
                     .filter(|c| !self.claimed.contains(c))
@@ -294,6 +324,11 @@ impl<'a> Verifier<'a> {
             .collect();
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         scored.into_iter().map(|s| s.2.clone()).collect()
+    }
+
+    /// How the endpoint shows its answers, as far as they have told (exact before the first).
+    pub fn presentation(&self) -> Presentation {
+        self.shown
     }
 
     pub fn verdict(&self) -> Option<&Verdict> {
@@ -320,62 +355,28 @@ impl<'a> Verifier<'a> {
         if self.verdict.is_some() {
             return self.verdict.as_ref();
         }
-        let cap = self.params.per_query_cap;
-        let k = self.model.classes.len();
-        let broken = violations(record, &self.model.integrity, self.mode.integrity_checks());
+        let shown = Presentation::detect(&record.outputs).unwrap_or(self.shown);
+        self.shown = shown;
+        if shown.coarseness() > self.coarsest.coarseness() {
+            self.coarsest = shown;
+        }
+        // Rounding by the API is how it prints numbers, not tampering.
+        let checks: Vec<Check> = self
+            .mode
+            .integrity_checks()
+            .iter()
+            .copied()
+            .filter(|c| shown == Presentation::Exact || *c != Check::ExactF32)
+            .collect();
+        let broken = violations(record, &self.model.integrity, &checks);
         if !broken.is_empty() {
             self.tampered
                 .push(format!("probe {}: {}", record.probe_id, broken.join("; ")));
         }
-        let bitwise = match self.model.exact.lookup(record) {
-            Lookup::Matches(m) if !m.is_empty() => Some(("exact-match", m)),
-            _ => {
-                let m: Vec<usize> = self
-                    .refs
-                    .identical(record)
-                    .iter()
-                    .filter_map(|p| self.reference_class.get(p).copied())
-                    .collect();
-                (!m.is_empty()).then_some(("reference-match", m))
-            }
-        };
-        // Per class, this answer's log-likelihood and its format evidence (a bit-identical
-        // reproduction settles the format as firmly as the class).
-        let (method, ll, format_ll) = match bitwise {
-            Some((method, m)) => {
-                let ll: Vec<f64> = (0..k)
-                    .map(|c| if m.contains(&c) { 0.0 } else { -cap })
-                    .collect();
-                (method, ll.clone(), Some(ll))
-            }
-            None => {
-                let scored = self.model.score_records(&[record], self.refs);
-                let s = scored.into_iter().next().expect("one record scored");
-                let format_ll = self
-                    .formats
-                    .as_ref()
-                    .zip(s.format)
-                    .map(|(f, scores)| f.class_scores(&scores, &self.model.classes));
-                let lp = s.log_proba;
-                let top = lp.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                self.unmatched.push(s.z);
-                let mut ll: Vec<f64> = lp.iter().map(|v| (v - top).max(-cap)).collect();
-                // A class measured to repeat bit for bit, whose own answer to this probe is
-                // known and differs, is ruled out (up to the cap, on top of the classifier's
-                // score, so the format evidence between classes stays).
-                let ruled = self
-                    .model
-                    .ruled_out(record, self.refs, &self.reference_class);
-                for (v, out) in ll.iter_mut().zip(&ruled) {
-                    if *out {
-                        *v -= cap;
-                    }
-                }
-                if !ruled.contains(&false) {
-                    self.unreproduced += 1;
-                }
-                ("classifier", ll, format_ll)
-            }
+        let (method, ll, format_ll) = if shown == Presentation::TextOnly {
+            self.text_evidence(record)
+        } else {
+            self.value_evidence(record, shown)
         };
         if self.formats.is_some() {
             for (c, v) in self
@@ -414,7 +415,137 @@ impl<'a> Verifier<'a> {
         self.verdict.as_ref()
     }
 
+    /// Evidence from an answer's values (exact or rounded to a grid): bit-identical to a class's
+    /// answer shown the same way, else the classifier (exact values) or the format evidence
+    /// (rounded values, which the classifier never saw), less the cap for every class measured
+    /// to repeat bit for bit whose own answer differs.
+    fn value_evidence(&mut self, record: &Record, shown: Presentation) -> Weighed {
+        let cap = self.params.per_query_cap;
+        let k = self.model.classes.len();
+        let exact = shown == Presentation::Exact;
+        let bitwise = match self.model.exact.lookup(record) {
+            Lookup::Matches(m) if exact && !m.is_empty() => Some(("exact-match", m)),
+            _ => {
+                let m: Vec<usize> = self
+                    .refs
+                    .identical_as(record, shown)
+                    .iter()
+                    .filter_map(|p| self.reference_class.get(p).copied())
+                    .collect();
+                (!m.is_empty()).then_some(("reference-match", m))
+            }
+        };
+        // A bit-identical reproduction settles the format as firmly as the class.
+        if let Some((method, m)) = bitwise {
+            let ll: Vec<f64> = (0..k)
+                .map(|c| if m.contains(&c) { 0.0 } else { -cap })
+                .collect();
+            return (method, ll.clone(), Some(ll));
+        }
+        let (method, mut ll, format_ll) = if exact {
+            let scored = self.model.score_records(&[record], self.refs);
+            let s = scored.into_iter().next().expect("one record scored");
+            let format_ll = self
+                .formats
+                .as_ref()
+                .zip(s.format)
+                .map(|(f, scores)| f.class_scores(&scores, &self.model.classes));
+            let lp = s.log_proba;
+            let top = lp.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            self.unmatched.push(s.z);
+            let ll: Vec<f64> = lp.iter().map(|v| (v - top).max(-cap)).collect();
+            ("classifier", ll, format_ll)
+        } else {
+            let format_ll = self.rounded_format_scores(record, shown);
+            let ll = format_ll.clone().unwrap_or_else(|| vec![0.0; k]);
+            ("format-evidence", ll, format_ll)
+        };
+        // A class measured to repeat bit for bit, whose own answer to this probe is known and
+        // differs, is ruled out (up to the cap, on top of the classifier's score, so the format
+        // evidence between classes stays).
+        let ruled = self
+            .model
+            .ruled_out(record, self.refs, &self.reference_class, shown);
+        for (v, out) in ll.iter_mut().zip(&ruled) {
+            if *out {
+                *v -= cap;
+            }
+        }
+        if !ruled.contains(&false) {
+            self.unreproduced += 1;
+        }
+        (method, ll, format_ll)
+    }
+
+    /// The format evidence of an answer rounded to a grid: the references rounded the same way,
+    /// the noise allowed to grow by the rounding of both.
+    fn rounded_format_scores(&self, record: &Record, shown: Presentation) -> Option<Vec<f64>> {
+        let Presentation::Rounded(grid) = shown else {
+            return None;
+        };
+        let formats = self.formats.as_ref()?;
+        let answer = View::of(&record.outputs);
+        let rounding = match &answer {
+            View::Steps { steps, .. } => {
+                let v: Vec<f64> = steps
+                    .iter()
+                    .flat_map(|s| s.top.iter().map(|(_, v)| grid.variance(*v)))
+                    .collect();
+                v.iter().sum::<f64>() / v.len().max(1) as f64
+            }
+            View::Logits(_) => 0.0,
+        };
+        let views: Vec<Option<View>> = self
+            .refs
+            .views(&record.probe_id, &self.model.spec.references)
+            .into_iter()
+            .map(|v| v.map(|v| v.shown(shown)))
+            .collect();
+        let scores = formats.score(&answer, &views, FORMAT_CAP, 2.0 * rounding)?;
+        Some(formats.class_scores(&scores, &self.model.classes))
+    }
+
+    /// Evidence from the generated text alone: a text equal to some classes' recomputation and
+    /// not the others' weighs for them; the same text as every class, or no class's, weighs
+    /// for none (the latter counts towards "unknown").
+    fn text_evidence(&mut self, record: &Record) -> Weighed {
+        let k = self.model.classes.len();
+        let none = || vec![0.0; k];
+        let Outputs::Completion { text, .. } = &record.outputs else {
+            return ("text: no text", none(), Some(none()));
+        };
+        let views = self
+            .refs
+            .views(&record.probe_id, &self.model.spec.references);
+        self.text_answers += 1;
+        match self.texts.weigh(text, &views) {
+            TextEvidence::NoReference => ("text: no reference", none(), Some(none())),
+            TextEvidence::UnlikeEveryClass => {
+                self.text_unlike += 1;
+                ("text: unlike every class", none(), Some(none()))
+            }
+            TextEvidence::Weighed { ll, separates } => (
+                if separates {
+                    "text-match"
+                } else {
+                    "text: the same for every class"
+                },
+                ll.clone(),
+                Some(ll),
+            ),
+        }
+    }
+
     fn open_set_unknown(&self) -> Option<String> {
+        if self.text_unlike >= self.params.min_queries && 2 * self.text_unlike > self.text_answers {
+            let best = top_label(&self.cumulative).unwrap_or(0);
+            return Some(format!(
+                "{} of {} generated texts are unlike every known class's greedy text for the same prompt (nearest: {})",
+                self.text_unlike,
+                self.text_answers,
+                self.model.classes[best].name()
+            ));
+        }
         if self.unreproduced >= self.params.min_queries {
             let best = top_label(&self.cumulative).unwrap_or(0);
             return Some(format!(
@@ -683,6 +814,7 @@ impl<'a> Verifier<'a> {
             self.open_set_unknown().is_some(),
         );
         VerifyReport {
+            presentation: (self.coarsest != Presentation::Exact).then(|| self.coarsest.describe()),
             dimensions,
             claim: self.claim.to_string(),
             claimed: self.claimed.iter().map(|c| name(*c)).collect(),
@@ -719,6 +851,7 @@ mod tests {
             thresholds: (4.6, -4.6),
             queries: 8,
             output_tokens: 64,
+            presentation: None,
             dimensions: statuses
                 .iter()
                 .map(|s| DimensionVerdict {

@@ -160,6 +160,15 @@ impl Presentation {
         }
     }
 
+    /// How little of an answer it shows: exact 0, rounded 1, text only 2.
+    pub fn coarseness(self) -> u8 {
+        match self {
+            Presentation::Exact => 0,
+            Presentation::Rounded(_) => 1,
+            Presentation::TextOnly => 2,
+        }
+    }
+
     /// How a report says it: "exact logprobs", "logprobs rounded to fp16", "text only".
     pub fn describe(self) -> String {
         match self {
@@ -206,7 +215,11 @@ impl FromStr for Grid {
             "fp16" | "f16" => Ok(Grid::Fp16),
             "bf16" => Ok(Grid::Bf16),
             _ => {
-                let k: u8 = s.strip_suffix("dp").ok_or_else(bad)?.parse().map_err(|_| bad())?;
+                let k: u8 = s
+                    .strip_suffix("dp")
+                    .ok_or_else(bad)?
+                    .parse()
+                    .map_err(|_| bad())?;
                 (1..=MOST_DECIMALS)
                     .contains(&k)
                     .then_some(Grid::Decimals(k))

@@ -33,6 +33,10 @@ pub struct Args {
     /// Seed for drawing query sets.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Show the TEST answers as an endpoint would before any path sees them: text-only,
+    /// rounded:fp16, rounded:bf16, rounded:Ndp (each mode's accuracy measured honestly).
+    #[arg(long = "as", default_value = "exact")]
+    pub shown_as: hspi_datasets::Presentation,
     /// Print JSON instead of Markdown.
     #[arg(long)]
     pub json: bool,
@@ -57,6 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         repeats: &f.repeats,
         transfer: &args.transfer,
         seed: args.seed,
+        shown_as: args.shown_as,
     })?;
     if let Some(path) = &args.report {
         std::fs::write(path, hspi_reports::json::render(&model))?;

@@ -44,6 +44,11 @@ pub struct VerifyArgs {
     /// The first audit's seed (with --audits).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Over datasets: show the target's answers as an endpoint would before verifying them
+    /// (text-only, rounded:fp16, rounded:bf16, rounded:4dp), to measure what an audit concludes
+    /// from such an endpoint.
+    #[arg(long = "as", default_value = "exact")]
+    pub shown_as: hspi_datasets::Presentation,
 }
 
 #[derive(Debug, clap::Args)]
@@ -130,11 +135,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         if args.verify.audits > 0 {
             let (v, t) = (&args.verify, &args.target);
-            let tally = repeat_verify_datasets(&s, &args.datasets, v.audits, v.seed)?;
+            let tally = repeat_verify_datasets(&s, &args.datasets, v.audits, v.seed, v.shown_as)?;
             printer::json_or(t.json, &tally, hspi_reports::verification_table::tally_text)?;
             return Ok(ExitCode::SUCCESS);
         }
-        verify_datasets(&s, &args.datasets)?
+        verify_datasets(&s, &args.datasets, args.verify.shown_as)?
     };
     if let Some(path) = &args.verify.report {
         std::fs::write(path, hspi_reports::json::render(&model))

@@ -1,6 +1,6 @@
 //! One numeric view of every output kind, so extractors need not match on `Outputs` themselves.
 
-use hspi_datasets::Outputs;
+use hspi_datasets::{Outputs, Presentation};
 
 /// One generated token: its key (id when the endpoint gives one, else the text), the sampled
 /// token's logprob and the top alternatives as (key, value).
@@ -49,6 +49,33 @@ impl View {
                     })
                     .collect(),
             },
+        }
+    }
+
+    /// This answer as an endpoint with `presentation` would show it: logprobs rounded to its
+    /// grid, or the text alone.
+    pub fn shown(&self, presentation: Presentation) -> View {
+        match (self, presentation) {
+            (View::Steps { text, .. }, Presentation::TextOnly) => View::Steps {
+                text: text.clone(),
+                steps: Vec::new(),
+            },
+            (View::Steps { text, steps }, Presentation::Rounded(g)) => View::Steps {
+                text: text.clone(),
+                steps: steps
+                    .iter()
+                    .map(|s| StepView {
+                        key: s.key.clone(),
+                        value: s.value.map(|v| g.round(v)),
+                        top: s
+                            .top
+                            .iter()
+                            .map(|(k, v)| (k.clone(), g.round(*v)))
+                            .collect(),
+                    })
+                    .collect(),
+            },
+            _ => self.clone(),
         }
     }
 

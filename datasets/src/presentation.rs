@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn the_grid_is_read_from_the_answers() {
-        let exact = answer(&[-0.123_456_79, -2.718_281_7, -3.141_592_7, -9.876_543]);
+        let exact = answer(&[-0.123_456_79, -2.518_27, -3.531_592_7, -9.876_543]);
         assert_eq!(Presentation::detect(&exact), Some(Presentation::Exact));
         for p in [
             Presentation::Rounded(Grid::Fp16),

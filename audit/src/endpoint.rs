@@ -5,7 +5,7 @@ use hspi_classify::audit::SourceError;
 use hspi_classify::verify::VerifyReport;
 use hspi_classify::{run_audit, AnswerSource};
 use hspi_collect::session::EndpointSession;
-use hspi_datasets::{short_id, ProbeInput, Record};
+use hspi_datasets::{short_id, Presentation, ProbeInput, Record};
 use hspi_reports::report::{Report, Spent, Subject};
 
 use crate::error::AuditError;
@@ -29,6 +29,18 @@ impl AnswerSource for Endpoint<'_> {
     }
     fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError> {
         Ok(self.0.ask(probe_id)?)
+    }
+}
+
+/// What an audit says, loudly, when the endpoint turns out to show less than exact logprobs.
+fn presentation_warning(shown: Presentation) -> String {
+    match shown {
+        Presentation::TextOnly => "warning: logprobs were asked for and none came back: this endpoint shows text only. The audit goes on in text-only mode: the greedy texts are compared with the references' texts, which tells apart only formats whose texts differ on the prompts asked".into(),
+        Presentation::Rounded(_) => format!(
+            "note: this endpoint prints {}: the references are rounded the same way before they are compared (rounding is not tampering)",
+            shown.describe()
+        ),
+        Presentation::Exact => "note: this endpoint prints exact logprobs again".into(),
     }
 }
 
@@ -56,11 +68,16 @@ pub fn verify_endpoint(
     }
     let budget = session.budget.clone();
     let mut queries = 0;
+    let mut shown = Presentation::Exact;
     let outcome = run_audit(
         s.verifier()?,
         &mut Endpoint(&mut session),
         &mut |record, v| {
             queries += 1;
+            if v.presentation() != shown {
+                shown = v.presentation();
+                (lines.status)(&presentation_warning(shown));
+            }
             let verdict = v.verdict().map(|v| format!(" ({})", v.name()));
             (lines.status)(&format!(
                 "query {queries}: probe {} → llr {:+.2}{}; spent {}",

@@ -752,6 +752,41 @@ impl<'a> Verifier<'a> {
         }
     }
 
+    /// Why text alone did not decide: which alternatives the texts ruled out, and which gave the
+    /// claim's texts on every prompt asked.
+    fn text_only_limits(&self) -> String {
+        let (_, accept) = self.params.thresholds();
+        let claim = self
+            .claimed
+            .iter()
+            .map(|c| self.cumulative[*c])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let (mut out, mut tied) = (Vec::new(), Vec::new());
+        for c in (0..self.cumulative.len()).filter(|c| !self.claimed.contains(c)) {
+            let name = self.model.classes[c].name();
+            if self.cumulative[c] - claim <= accept {
+                out.push(name);
+            } else {
+                tied.push(name);
+            }
+        }
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "none".into()
+            } else {
+                v.join(", ")
+            }
+        };
+        format!(
+            "the endpoint shows text only; over {} queries ({} output tokens) the greedy texts rule out {} but cannot tell the claim from {} ({} texts like no known class's)",
+            self.evidence.len(),
+            self.tokens,
+            list(&out),
+            list(&tied),
+            self.text_unlike
+        )
+    }
+
     /// Whether the budget allows another query of about `next_tokens` output tokens.
     pub fn can_continue(&self, next_tokens: u64) -> bool {
         self.verdict.is_none()
@@ -770,6 +805,8 @@ impl<'a> Verifier<'a> {
         let verdict = self.verdict.clone().or(unknown).unwrap_or_else(|| Verdict::Inconclusive {
             reason: if self.evidence.is_empty() {
                 "no answers to weigh".into()
+            } else if self.coarsest == Presentation::TextOnly {
+                self.text_only_limits()
             } else if llr >= accuse {
                 format!(
                     "the answers are nearer a class off the claimed format than the claimed one (log-likelihood ratio {llr:.2}), but the format evidence that tolerates hardware and build differences does not find the format wrong (format log-likelihood ratio {:.2}, accusing at {accuse:.2}) within the budget ({} queries, {} output tokens)",

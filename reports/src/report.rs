@@ -311,6 +311,13 @@ fn verify_summary(v: &VerifyReport) -> Summary {
             "Treat the endpoint's logprobs as untrustworthy; raise it with the provider.".to_string(),
         ),
     };
+    // What the endpoint showed bounds what the verdict could rest on: say it beside the finding.
+    let finding = match &v.presentation {
+        Some(shown) => format!(
+            "{finding} This endpoint shows {shown}; hspi's references were shown the same way before they were compared."
+        ),
+        None => finding,
+    };
     Summary {
         finding,
         verdict: v.verdict.name().into(),

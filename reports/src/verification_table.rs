@@ -94,6 +94,11 @@ pub fn text(r: &VerifyReport) -> String {
             s.push_str(&format!("\nclaim fails on: {}", names.join(", ")));
         }
     }
+    if let Some(shown) = &r.presentation {
+        s.push_str(&format!(
+            "\nthis endpoint shows {shown}: references were shown the same way"
+        ));
+    }
     for d in &r.dimensions {
         s.push_str(&format!("\n  {}", d.line()));
     }

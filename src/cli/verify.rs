@@ -93,12 +93,15 @@ impl EndpointTarget {
                 "--endpoint needs --model NAME and --probes FILE (prompts the references answered)"
             );
         }
+        // An audit goes on when logprobs do not come back: it says so and weighs the text.
+        let mut endpoint = self.endpoint.clone();
+        endpoint.text_only = true;
         Ok(super::collect::Args {
             model: self.model.clone(),
             probes: self.probes.clone(),
             out: out.clone(),
             force: self.force,
-            endpoint: self.endpoint.clone(),
+            endpoint,
             ..Default::default()
         })
     }

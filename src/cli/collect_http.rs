@@ -70,8 +70,8 @@ pub struct EndpointArgs {
     /// Tokens to generate per generated prompt (with --probes N).
     #[arg(long, default_value_t = 8)]
     pub max_tokens: u32,
-    /// Logprob alternatives per token (with --probes N).
-    #[arg(long, default_value_t = 5)]
+    /// Logprob alternatives per token (with --probes N). OpenAI and most hosts return at most 20.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=20))]
     pub top_logprobs: u32,
 }
 

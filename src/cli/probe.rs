@@ -101,8 +101,8 @@ pub struct PromptArgs {
     /// Tokens to generate per prompt.
     #[arg(long, default_value_t = 8)]
     max_tokens: u32,
-    /// Alternatives with logprobs per generated token.
-    #[arg(long, default_value_t = 5)]
+    /// Alternatives with logprobs per generated token. OpenAI and most hosts return at most 20.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=20))]
     top_logprobs: u32,
 }
 

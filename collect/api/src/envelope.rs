@@ -39,11 +39,23 @@ struct Choice<'a> {
     #[serde(borrow)]
     logprobs: Option<&'a RawValue>,
     finish_reason: Option<String>,
+    /// Fireworks with `raw_output: true`: the completion's token ids and logprobs.
+    #[serde(borrow)]
+    raw_output: Option<RawOutput<'a>>,
 }
 
 #[derive(Deserialize)]
 struct Message {
     content: Option<String>,
+    /// OpenAI: what the model said instead of answering (`content` is then null).
+    refusal: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawOutput<'a> {
+    completion: Option<String>,
+    #[serde(borrow)]
+    completion_logprobs: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -53,7 +65,7 @@ struct UsageJson {
 }
 
 /// Describe what came back when it is not JSON, without echoing a whole page.
-fn snippet(body: &str) -> String {
+pub(crate) fn snippet(body: &str) -> String {
     let s: String = body.chars().take(120).collect();
     let s = s.replace('\n', " ");
     if body.trim_start().starts_with('<') {
@@ -79,20 +91,31 @@ pub(crate) fn parse(body: &str) -> Result<Parsed, ApiError> {
         return Err(ApiError::EndpointError(e.to_string()));
     }
     let choice = b.choices.into_iter().next().ok_or(ApiError::NoChoices)?;
+    let raw_output = choice.raw_output;
     let text = choice
         .text
-        .or_else(|| choice.message.and_then(|m| m.content))
+        .or_else(|| choice.message.and_then(|m| m.content.or(m.refusal)))
+        .or_else(|| raw_output.as_ref().and_then(|r| r.completion.clone()))
         .unwrap_or_default();
-    let steps = match choice.logprobs {
+    let present = |raw: &&RawValue| raw.get().trim() != "null";
+    let steps = match choice.logprobs.filter(present).or_else(|| {
+        raw_output
+            .as_ref()
+            .and_then(|r| r.completion_logprobs.filter(present))
+    }) {
         None => None,
-        Some(raw) if raw.get().trim() == "null" => None,
         Some(raw) => Some(logprobs::parse(raw.get())?),
     };
+    // `logprobs: {"content": []}` or lists of nulls carry no more than no logprobs at all.
+    let has_logprobs = steps
+        .iter()
+        .flatten()
+        .any(|s| s.logprob.is_some() || !s.top.is_empty());
     Ok(Parsed {
         id: b.id,
         model: b.model,
         system_fingerprint: b.system_fingerprint,
-        has_logprobs: steps.is_some(),
+        has_logprobs,
         outputs: Outputs::Completion {
             text,
             steps: steps.unwrap_or_default(),

@@ -9,12 +9,14 @@ mod logprobs;
 mod openai_chat;
 mod openai_completions;
 mod request;
+mod sglang_generate;
 
 pub use envelope::Parsed;
 pub use error::ApiError;
 pub use openai_chat::OpenAiChat;
 pub use openai_completions::OpenAiCompletions;
 pub use request::RequestOptions;
+pub use sglang_generate::SglangGenerate;
 
 use hspi_datasets::GenerationParams;
 
@@ -37,7 +39,7 @@ pub trait ApiShape: Sync + Send {
 }
 
 /// Every API shape hspi speaks.
-pub static SHAPES: &[&dyn ApiShape] = &[&OpenAiChat, &OpenAiCompletions];
+pub static SHAPES: &[&dyn ApiShape] = &[&OpenAiChat, &OpenAiCompletions, &SglangGenerate];
 
 /// The shape named `name` (`--api`).
 pub fn shape_named(name: &str) -> Result<&'static dyn ApiShape, ApiError> {
@@ -81,6 +83,6 @@ mod tests {
             .err()
             .expect("no such shape")
             .to_string();
-        assert!(e.contains("chat, completions"), "{e}");
+        assert!(e.contains("chat, completions, sglang"), "{e}");
     }
 }

@@ -18,14 +18,17 @@ impl ApiShape for OpenAiChat {
         "/chat/completions"
     }
     fn body(&self, model: &str, prompt: &str, p: &GenerationParams, o: &RequestOptions) -> String {
-        let v = json!({
+        let mut v = json!({
             "model": model,
             "messages": [{"role": "user", "content": prompt}],
             "max_tokens": p.max_tokens,
             "temperature": p.temperature,
             "logprobs": p.top_logprobs > 0,
-            "top_logprobs": p.top_logprobs,
         });
+        // OpenAI refuses `top_logprobs` without `logprobs: true`.
+        if p.top_logprobs > 0 {
+            v["top_logprobs"] = json!(p.top_logprobs);
+        }
         finish(v, p, o)
     }
     fn parse(&self, body: &str) -> Result<Parsed, ApiError> {

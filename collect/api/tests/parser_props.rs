@@ -4,10 +4,12 @@
 use hspi_api::{Parsed, SHAPES};
 use hspi_datasets::Outputs;
 
-/// Every registered shape reads an answer the same way; the properties below hold for each.
+/// Every shape of the OpenAI envelope reads an answer the same way; the properties below hold
+/// for each (SGLang's native shape has its own envelope).
 fn parse(body: &str) -> Result<Parsed, String> {
     let all: Vec<Result<Parsed, String>> = SHAPES
         .iter()
+        .filter(|s| s.url_suffix().ends_with("completions"))
         .map(|s| s.parse(body).map_err(|e| e.to_string()))
         .collect();
     assert!(

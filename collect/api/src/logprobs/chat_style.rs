@@ -1,6 +1,7 @@
 //! The chat-style logprobs layout: `{"content": [{token, bytes, logprob, top_logprobs[], id?}]}`.
-//! llama-server uses it for both endpoints (adding `id`); vLLM and SGLang for chat. vLLM can name
-//! ids `token_id`; both spellings are read.
+//! llama-server uses it for both endpoints (adding `id`); vLLM and SGLang for chat; Fireworks
+//! inside `raw_output.completion_logprobs`. Ids may be named `id` or `token_id`, or printed as
+//! vLLM's `token_id:N` tokens; a refusal's tokens come in `refusal` instead of `content`.
 
 use hspi_datasets::{TokenStep, TopEntry};
 use serde::Deserialize;
@@ -13,6 +14,9 @@ use crate::error::ApiError;
 struct Content<'a> {
     #[serde(borrow)]
     content: Option<Vec<Step<'a>>>,
+    /// OpenAI: the refusal's tokens when the model refused (`content` is then null).
+    #[serde(borrow)]
+    refusal: Option<Vec<Step<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -36,27 +40,39 @@ struct Top<'a> {
     logprob: &'a RawValue,
 }
 
+/// vLLM with `return_tokens_as_token_ids` prints each token as `token_id:N`: the id is read
+/// from it (the text is then unknown, so the id stands for it).
+fn token_and_id(token: String, id: Option<u32>) -> (String, Option<u32>) {
+    match token.strip_prefix("token_id:").and_then(|n| n.parse().ok()) {
+        Some(n) if id.is_none() => (token, Some(n)),
+        _ => (token, id),
+    }
+}
+
 pub(crate) fn parse(raw: &str) -> Result<Vec<TokenStep>, ApiError> {
     let c: Content =
         serde_json::from_str(raw).map_err(|e| ApiError::logprobs("chat-style logprobs", e))?;
     let mut out = Vec::new();
-    for (k, s) in c.content.unwrap_or_default().into_iter().enumerate() {
+    let steps = c.content.or(c.refusal).unwrap_or_default();
+    for (k, s) in steps.into_iter().enumerate() {
         let at = format!("logprobs.content[{k}]");
         let top = s
             .top_logprobs
             .unwrap_or_default()
             .into_iter()
             .map(|t| {
+                let (token, id) = token_and_id(t.token, t.id);
                 Ok(TopEntry {
-                    token: t.token,
-                    id: t.id,
+                    token,
+                    id,
                     logprob: logprob(t.logprob, &at)?,
                 })
             })
             .collect::<Result<Vec<_>, ApiError>>()?;
+        let (token, id) = token_and_id(s.token, s.id);
         out.push(TokenStep {
-            token: s.token,
-            id: s.id,
+            token,
+            id,
             bytes: s.bytes,
             logprob: s
                 .logprob

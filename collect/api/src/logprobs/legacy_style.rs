@@ -1,5 +1,6 @@
 //! The legacy logprobs layout: `{tokens[], token_logprobs[], top_logprobs: [{token: lp}],
-//! text_offset[]}` (llama-cpp-python, vLLM and SGLang completions). Alternatives are keyed by token
+//! text_offset[], token_ids[]?}` (OpenAI and llama-cpp-python completions, vLLM and SGLang
+//! completions, Together for both endpoints; `token_ids` from Together and Fireworks). Alternatives are keyed by token
 //! string, so equal strings collide; the JSON order is not meaningful and entries are sorted by
 //! logprob.
 
@@ -19,6 +20,8 @@ struct Legacy<'a> {
     token_logprobs: Option<Vec<Option<&'a RawValue>>>,
     #[serde(borrow)]
     top_logprobs: Option<Vec<Option<&'a RawValue>>>,
+    /// Together and Fireworks add the sampled tokens' ids.
+    token_ids: Option<Vec<u32>>,
 }
 
 pub(crate) fn parse(raw: &str) -> Result<Vec<TokenStep>, ApiError> {
@@ -29,6 +32,7 @@ pub(crate) fn parse(raw: &str) -> Result<Vec<TokenStep>, ApiError> {
         .ok_or_else(|| ApiError::logprobs("legacy logprobs", "no `tokens`"))?;
     let lps = l.token_logprobs.unwrap_or_default();
     let tops = l.top_logprobs.unwrap_or_default();
+    let ids = l.token_ids.unwrap_or_default();
     if !lps.is_empty() && lps.len() != tokens.len() {
         return Err(ApiError::logprobs(
             "legacy logprobs",
@@ -62,7 +66,7 @@ pub(crate) fn parse(raw: &str) -> Result<Vec<TokenStep>, ApiError> {
             };
             Ok(TokenStep {
                 token,
-                id: None,
+                id: ids.get(k).copied(),
                 bytes: None,
                 logprob: lp,
                 top: top_sorted(top),

@@ -5,6 +5,8 @@ mod chat_style;
 mod legacy_style;
 mod value;
 
+pub(crate) use value::{logprob, top_sorted};
+
 use hspi_datasets::TokenStep;
 
 use crate::error::ApiError;

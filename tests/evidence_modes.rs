@@ -163,3 +163,45 @@ fn another_build_shown_as_text_or_rounded_is_never_called_the_wrong_format() {
     }
     eprintln!("{}", table.join("\n"));
 }
+
+#[test]
+fn answers_asked_through_another_api_path_are_not_compared_with_the_references() {
+    use hspi_classify::verify::{Verdict, Verifier, VerifyParams};
+    let tmp = tempfile::tempdir().unwrap();
+    let model = hspi_classify::PlatformModel::load(&trained(tmp.path())).unwrap();
+    let records = |set: &str| {
+        hspi_datasets::Dataset::open(grid(set))
+            .unwrap()
+            .records()
+            .unwrap()
+    };
+    let refs: Vec<hspi_datasets::Record> = FORMATS
+        .iter()
+        .flat_map(|f| records(&format!("avx2-{f}-unseen")))
+        .collect();
+    let index = hspi_classify::ReferenceIndex::new(&refs);
+    // The same server asked through legacy completions: the raw prompt, no chat template.
+    let mut served = records("avx2-q8_0-unseen");
+    for r in &mut served {
+        r.platform = None;
+        r.target = r.target.replace("/chat/completions", "/completions");
+    }
+    let v = Verifier::new(
+        &model,
+        &index,
+        "*/llamacpp/f16/*".parse().unwrap(),
+        VerifyParams::default(),
+    )
+    .unwrap();
+    let mut source = hspi_classify::RecordSource::new(&served).unwrap();
+    let report = hspi_classify::run_audit(v, &mut source, &mut |_, _| Ok(()))
+        .unwrap()
+        .report;
+    match &report.verdict {
+        Verdict::Inconclusive { reason } => assert!(
+            reason.contains("raw prompt") && reason.contains("chat template"),
+            "{reason}"
+        ),
+        v => panic!("compared answers asked another way: {v:?}"),
+    }
+}

@@ -14,6 +14,24 @@ pub struct ReferenceIndex {
     /// probe → output hash → reference platforms that answered exactly that.
     hashes: HashMap<String, HashMap<String, Vec<String>>>,
     platforms: BTreeSet<String>,
+    /// probe → how the references to it were asked (see [`asked_as`]).
+    asked: HashMap<String, BTreeSet<&'static str>>,
+}
+
+/// How a prompt reached the model, read from the record's target: through the server's chat
+/// template (`chat template`), as raw text (`raw prompt`: legacy completions, SGLang's
+/// `/generate`), or computed by hspi itself (`local`). Answers asked one way are compared only
+/// with references asked the same way.
+pub fn asked_as(target: &str) -> &'static str {
+    let url = target.split(['#', '?']).next().unwrap_or(target);
+    let path = url.trim_end_matches('/');
+    if path.ends_with("/chat/completions") {
+        "chat template"
+    } else if path.starts_with("http://") || path.starts_with("https://") {
+        "raw prompt"
+    } else {
+        "local"
+    }
 }
 
 impl ReferenceIndex {
@@ -36,8 +54,21 @@ impl ReferenceIndex {
                 .or_default()
                 .push(p.clone());
             index.platforms.insert(p);
+            index
+                .asked
+                .entry(r.probe_id.clone())
+                .or_default()
+                .insert(asked_as(&r.target));
         }
         index
+    }
+
+    /// How the references to this probe were asked (empty without references).
+    pub fn asked(&self, probe: &str) -> Vec<&'static str> {
+        self.asked
+            .get(probe)
+            .map(|a| a.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     pub fn platforms(&self) -> Vec<String> {

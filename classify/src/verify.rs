@@ -18,7 +18,7 @@ use crate::format_evidence::{FormatReferences, FORMAT_CAP};
 use crate::identify::{output_tokens, PER_QUERY_CAP};
 use crate::integrity::{violations, Check};
 use crate::model::PlatformModel;
-use crate::references::ReferenceIndex;
+use crate::references::{asked_as, ReferenceIndex};
 use crate::text_evidence::{TextEvidence, TextReferences};
 
 /// One answer weighed: the method, per class its log-likelihood, and per class its format
@@ -225,6 +225,8 @@ pub struct Verifier<'a> {
     text_answers: usize,
     /// Text-only answers whose text is no known class's.
     text_unlike: usize,
+    /// Why answers could not be compared with the references, when they were asked otherwise.
+    incomparable: Option<String>,
 }
 
 impl<'a> Verifier<'a> {
@@ -290,6 +292,7 @@ impl<'a> Verifier<'a> {
             ),
             text_answers: 0,
             text_unlike: 0,
+            incomparable: None,
         })
     }
 
@@ -373,7 +376,23 @@ impl<'a> Verifier<'a> {
             self.tampered
                 .push(format!("probe {}: {}", record.probe_id, broken.join("; ")));
         }
-        let (method, ll, format_ll) = if shown == Presentation::TextOnly {
+        let asked = asked_as(&record.target);
+        let theirs = self.refs.asked(&record.probe_id);
+        // hspi's own local computations format prompts as their engine does: not told apart.
+        let comparable = asked == "local"
+            || theirs.is_empty()
+            || theirs.contains(&asked)
+            || theirs.contains(&"local");
+        if !comparable {
+            self.incomparable = Some(format!(
+                "the answers were asked through the {asked}, hspi's references through the {}: the same prompt formatted otherwise is another input, so they cannot be compared\nhint: collect the references through the same API path as the audit (chat completions apply the chat template, legacy completions send the raw prompt)",
+                theirs.join(" and the ")
+            ));
+        }
+        let (method, ll, format_ll) = if !comparable {
+            let none = vec![0.0; self.model.classes.len()];
+            ("not comparable", none.clone(), Some(none))
+        } else if shown == Presentation::TextOnly {
             self.text_evidence(record)
         } else {
             self.value_evidence(record, shown)
@@ -805,6 +824,12 @@ impl<'a> Verifier<'a> {
         let verdict = self.verdict.clone().or(unknown).unwrap_or_else(|| Verdict::Inconclusive {
             reason: if self.evidence.is_empty() {
                 "no answers to weigh".into()
+            } else if let Some(why) = self
+                .incomparable
+                .as_ref()
+                .filter(|_| self.evidence.iter().all(|e| e.method == "not comparable"))
+            {
+                why.clone()
             } else if self.coarsest == Presentation::TextOnly {
                 self.text_only_limits()
             } else if llr >= accuse {

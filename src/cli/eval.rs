@@ -33,8 +33,7 @@ pub struct Args {
     /// Seed for drawing query sets.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Show the TEST answers as an endpoint would before any path sees them: text-only,
-    /// rounded:fp16, rounded:bf16, rounded:Ndp (each mode's accuracy measured honestly).
+    /// Show the TEST answers as an endpoint would first: text-only, rounded:fp16, rounded:4dp…
     #[arg(long = "as", default_value = "exact")]
     pub shown_as: hspi_datasets::Presentation,
     /// Print JSON instead of Markdown.

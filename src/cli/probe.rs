@@ -10,8 +10,7 @@ use crate::printer;
 pub enum Command {
     /// Seeded random probes for a model (8-bit images, or token ids).
     Random(Generated),
-    /// Numeric-stress probes: images (saturated, bf16 rounding midpoints, near-cancelling) for image
-    /// models; for tiny-lm, prompts whose top-2 next-token logits are nearest a tie.
+    /// Numeric-stress probes: extreme images, or tiny-lm prompts nearest a top-2 logit tie.
     Stress(Generated),
     /// The fewest probes of a collected probe set that still separate every pair of EQCs.
     Minimize {
@@ -24,8 +23,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Border inputs (HSPI-BI): for every pair of EQCs in a dataset of an image model, an 8-bit
-    /// input on which the two classes' top labels differ; reports majority-vote identification.
+    /// Border inputs (HSPI-BI): per pair of EQCs of an image model, an input their labels split.
     Border {
         /// Dataset directories over one probe set (their EQCs are the classes to separate).
         #[arg(required = true)]
@@ -40,12 +38,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Border prompts: among prompts collected from labelled platforms (one dataset each), per
-    /// pair of platforms the prompt on which their greedy generations diverge earliest.
+    /// Border prompts: per pair of platforms, the prompt their greedy texts split earliest.
     ///
-    /// With `--white-box`, the prompts are run locally instead: SmolLM2's full next-token logits at
-    /// each of `--formats` (candle), on `--count` seeded word-list prompts; a prompt splits two
-    /// formats when their greedy next tokens differ, and a set cover keeps few prompts.
+    /// With `--white-box`: SmolLM2 at each of `--formats` (candle), greedy tokens that split.
     BorderPrompts {
         /// Dataset directories over one prompt set, each from a labelled platform.
         #[arg(required_unless_present = "white_box")]

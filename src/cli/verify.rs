@@ -44,9 +44,7 @@ pub struct VerifyArgs {
     /// The first audit's seed (with --audits).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Over datasets: show the target's answers as an endpoint would before verifying them
-    /// (text-only, rounded:fp16, rounded:bf16, rounded:4dp), to measure what an audit concludes
-    /// from such an endpoint.
+    /// Over datasets: show the answers as such an endpoint would (text-only, rounded:fp16, …).
     #[arg(long = "as", default_value = "exact")]
     pub shown_as: hspi_datasets::Presentation,
 }

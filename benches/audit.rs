@@ -5,7 +5,9 @@
 //!     Equality Testing"), on the same answers;
 //!  2. collector overhead: `hspi collect` against a bare client sending the same requests to the
 //!     same llama-server;
-//!  3. training: hspi's classifier against scikit-learn's LogisticRegression on the same features.
+//!  3. training: hspi's classifier against scikit-learn's LogisticRegression on the same features;
+//!  4. per evidence mode (exact, rounded to fp16 or 4 decimals, text only): requests and output
+//!     tokens to a verdict when F16 is claimed and Q8_0 or Q4_0 served.
 //!
 //! Border-probe time per EQC pair has its own bench: `cargo bench -p hspi-collect --bench border_pair`.
 
@@ -20,13 +22,15 @@ use common::ok;
 use hspi_classify::verify::{Verifier, VerifyParams};
 use hspi_classify::{run_audit, RecordSource};
 use hspi_classify::{PlatformModel, ReferenceIndex};
-use hspi_datasets::{Dataset, Outputs, Record};
+use hspi_datasets::{Dataset, Outputs, Presentation, Record};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 const FORMATS: [&str; 4] = ["F32", "F16", "Q8_0", "Q4_0"];
 const TRIALS: u64 = 50;
+/// What the provider's endpoint shows: each mode's requests and tokens to a verdict.
+const MODES: [&str; 4] = ["exact", "rounded:fp16", "rounded:4dp", "text-only"];
 
 fn label(quant: &str) -> String {
     format!(
@@ -176,29 +180,52 @@ fn main() {
     let refs_records: Vec<Record> = test_dirs.iter().flat_map(|d| records(d)).collect();
     let refs = ReferenceIndex::new(&refs_records);
     let claimed = records(&test_dirs[1]); // F16
-    let mut rows = Vec::new();
+    let (mut rows, mut modes) = (Vec::new(), Vec::new());
     for (served_q, dir) in [("Q8_0", &test_dirs[2]), ("Q4_0", &test_dirs[3])] {
         let served = records(dir);
-        let (mut right, mut tokens_sum, mut tokens_max) = (0u64, 0u64, 0u64);
-        for seed in 0..TRIALS {
-            let mut order: Vec<&Record> = served.iter().collect();
-            order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
-            let params = VerifyParams {
-                max_output_tokens: 320,
-                max_queries: 40,
-                ..Default::default()
-            };
-            let v =
-                Verifier::new(&model, &refs, "*/llamacpp/f16/*".parse().unwrap(), params).unwrap();
-            let order: Vec<Record> = order.into_iter().cloned().collect();
-            let mut source = RecordSource::in_order(&order, 8).unwrap();
-            let report = run_audit(v, &mut source, &mut |_, _| Ok(()))
-                .unwrap()
-                .report;
-            right += u64::from(report.verdict.name() == "mismatch");
-            tokens_sum += report.output_tokens;
-            tokens_max = tokens_max.max(report.output_tokens);
+        // Per evidence mode: the provider's answers shown as such an endpoint shows them.
+        for shown in MODES {
+            let shown: Presentation = shown.parse().unwrap();
+            let served: Vec<Record> = served
+                .iter()
+                .map(|r| Record {
+                    outputs: shown.show(&r.outputs),
+                    ..r.clone()
+                })
+                .collect();
+            let (mut right, mut tokens_sum, mut tokens_max, mut queries) = (0u64, 0u64, 0u64, 0);
+            for seed in 0..TRIALS {
+                let mut order: Vec<&Record> = served.iter().collect();
+                order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+                let params = VerifyParams {
+                    max_output_tokens: 320,
+                    max_queries: 40,
+                    ..Default::default()
+                };
+                let claim = "*/llamacpp/f16/*".parse().unwrap();
+                let v = Verifier::new(&model, &refs, claim, params).unwrap();
+                let order: Vec<Record> = order.into_iter().cloned().collect();
+                let mut source = RecordSource::in_order(&order, 8).unwrap();
+                let report = run_audit(v, &mut source, &mut |_, _| Ok(()))
+                    .unwrap()
+                    .report;
+                right += u64::from(report.verdict.name() == "mismatch");
+                tokens_sum += report.output_tokens;
+                tokens_max = tokens_max.max(report.output_tokens);
+                queries += report.queries;
+            }
+            let mean = |v: f64| v / TRIALS as f64;
+            modes.push((
+                shown,
+                served_q,
+                right,
+                mean(tokens_sum as f64),
+                tokens_max,
+                mean(queries as f64),
+            ));
         }
+        let exact = modes.iter().rev().find(|m| m.0 == Presentation::Exact);
+        let (right, tokens_mean, tokens_max) = exact.map_or((0, 0.0, 0), |m| (m.2, m.3, m.4));
         // MMD: the smallest prompt count at which ≥ 99 % of random prompt subsets reject.
         let by_probe = |recs: &[Record]| -> std::collections::HashMap<String, Vec<String>> {
             recs.iter()
@@ -224,13 +251,7 @@ fn main() {
                 break;
             }
         }
-        rows.push((
-            served_q,
-            right,
-            tokens_sum as f64 / TRIALS as f64,
-            tokens_max,
-            mmd_tokens,
-        ));
+        rows.push((served_q, right, tokens_mean, tokens_max, mmd_tokens));
     }
 
     // 3. Training against scikit-learn on the same features (bits of the top-5 logprobs).
@@ -318,6 +339,11 @@ print(json.dumps({"seconds": secs, "accuracy": float((grid.predict(te[:, 1:]) ==
             mmd.map_or("not reached within 320 tokens".to_string(), |t| format!("{t} tokens for 99 % rejection"))
         );
     }
+    for (shown, q, right, mean, max, queries) in &modes {
+        println!(
+            "| evidence mode {shown}, F16 claimed, {q} served | {mean:.1} tokens mean, {max} max, {queries:.1} requests mean ({right}/{TRIALS} right) | | |"
+        );
+    }
     println!(
         "| collector wall time, 4 x 40 prompts | {:.2} s | bare client {:.2} s | {overhead:.3} |",
         hspi_s.iter().sum::<f64>(),
@@ -337,6 +363,10 @@ print(json.dumps({"seconds": secs, "accuracy": float((grid.predict(te[:, 1:]) ==
             "query_efficiency": rows.iter().map(|(q, right, mean, max, mmd)| serde_json::json!({
                 "served": q, "claimed": "F16", "trials": TRIALS, "verifier_right": right,
                 "verifier_tokens_mean": mean, "verifier_tokens_max": max, "mmd_tokens_99": mmd,
+            })).collect::<Vec<_>>(),
+            "evidence_modes": modes.iter().map(|(shown, q, right, mean, max, queries)| serde_json::json!({
+                "shown": shown.to_string(), "served": q, "claimed": "F16", "trials": TRIALS,
+                "right": right, "tokens_mean": mean, "tokens_max": max, "requests_mean": queries,
             })).collect::<Vec<_>>(),
             "collector": {"hspi_s": hspi_s, "bare_s": bare_s, "ratio": overhead},
             "training": {"hspi_s": hspi_train_s, "hspi_accuracy": hspi_acc, "sklearn": sk,

@@ -205,3 +205,38 @@ fn answers_asked_through_another_api_path_are_not_compared_with_the_references()
         v => panic!("compared answers asked another way: {v:?}"),
     }
 }
+
+#[test]
+fn eval_as_text_only_measures_what_the_text_alone_identifies() {
+    let accuracy = |shown: &str| -> Vec<f64> {
+        let mut args = vec!["eval", "--json", "--queries", "1,8", "--held-out", "0"];
+        args.extend(["--as", shown, "--train"]);
+        let train: Vec<String> = FORMATS
+            .iter()
+            .map(|f| grid(&format!("avx2-{f}-train")))
+            .collect();
+        let test: Vec<String> = FORMATS
+            .iter()
+            .map(|f| grid(&format!("avx2-{f}-unseen")))
+            .collect();
+        args.extend(train.iter().map(String::as_str));
+        args.push("--test");
+        args.extend(test.iter().map(String::as_str));
+        let r: serde_json::Value = serde_json::from_str(&ok(&args).stdout).unwrap();
+        r["hspi"]["by_queries"]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_f64().unwrap())
+            .collect()
+    };
+    let text = accuracy("text-only");
+    eprintln!("eval --as text-only: {text:?} at 1 and 8 queries");
+    // F32 and F16 greedy texts are nearly always the same: one query cannot tell them apart.
+    assert!(
+        text[0] < 0.6,
+        "text-only scored from logprobs it cannot see: {text:?}"
+    );
+    assert!(text[1] > text[0], "more texts tell more: {text:?}");
+    assert_eq!(accuracy("rounded:fp16")[0], 1.0);
+}

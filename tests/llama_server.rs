@@ -493,10 +493,87 @@ fn verification(
             r.stderr
         );
     }
+
+    // Endpoints that hide or round logprobs: the audit says how the endpoint shows its answers,
+    // rounding is never "tampered", the honest server is never accused, and Q8_0 served as F16
+    // is caught from the text alone or from fp16-rounded logprobs.
+    let audit_as = |url: &str, out: &std::path::Path, tokens: &str| {
+        let r = run(&[
+            &[
+                "audit",
+                "--json",
+                "--endpoint",
+                url,
+                "--model",
+                "smollm2",
+                "--probes",
+                prompts.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--claim",
+                F16,
+                "--classifier",
+                model_path.to_str().unwrap(),
+                "--max-queries",
+                "40",
+                "--max-tokens-total",
+                tokens,
+                "--references",
+            ][..],
+            &unseen_s.iter().map(String::as_str).collect::<Vec<_>>()[..],
+        ]
+        .concat());
+        let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
+        (r, report)
+    };
+    let q8 = start("avx2", "Q8_0");
+    for mode in [Noise::Strip, Noise::Fp16, Noise::Decimals4] {
+        let tokens = if mode == Noise::Strip { "320" } else { "64" };
+        let honest = NoiseProxy::start(&server.url, mode);
+        let out = tmp.join(format!("audit-shown-{mode:?}"));
+        let (r, report) = audit_as(&format!("{}/v1/chat/completions", honest.url), &out, tokens);
+        let finding = report["summary"]["finding"].as_str().unwrap_or("");
+        eprintln!(
+            "verify: honest F16 behind {mode:?}: {} ({finding})",
+            report["summary"]["verdict"]
+        );
+        assert!(
+            r.code != 1,
+            "honest server accused: {}{}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(finding.contains("This endpoint shows"), "{finding}");
+        if mode == Noise::Strip {
+            assert!(r.stderr.contains("none came back"), "{}", r.stderr);
+        }
+        if mode == Noise::Decimals4 {
+            continue;
+        }
+        let swapped = NoiseProxy::start(&q8.url, mode);
+        let out = tmp.join(format!("audit-shown-{mode:?}-q8"));
+        let (r, report) = audit_as(
+            &format!("{}/v1/chat/completions", swapped.url),
+            &out,
+            tokens,
+        );
+        eprintln!(
+            "verify: Q8_0 as F16 behind {mode:?}: {}",
+            report["summary"]["verdict"]
+        );
+        assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+        assert_eq!(report["summary"]["verdict"], "mismatch", "{}", r.stdout);
+    }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Noise {
+    /// Drop every answer's logprobs (`logprobs: null`), as most hosted endpoints do.
+    Strip,
+    /// Print each logprob rounded to the nearest fp16 value.
+    Fp16,
+    /// Print each logprob with 4 decimals.
+    Decimals4,
     /// Multiply by (1 ± 1e-7) in f64 and print the f64: values no f32 computation gives.
     F64,
     /// Move each value one f32 ulp up or down, printed exactly: still f32, but the sampled
@@ -543,11 +620,19 @@ fn perturb(v: &mut serde_json::Value, mode: Noise, flip: &mut u64) {
         serde_json::Value::Object(m) => {
             for (k, x) in m.iter_mut() {
                 match (k.as_str(), x.as_f64()) {
+                    ("logprobs", _) if mode == Noise::Strip => *x = serde_json::Value::Null,
+                    ("logprob", Some(f)) if mode == Noise::Fp16 => {
+                        *x = serde_json::json!(f64::from(half::f16::from_f64(f).to_f32()));
+                    }
+                    ("logprob", Some(f)) if mode == Noise::Decimals4 => {
+                        *x = serde_json::from_str(&format!("{f:.4}")).unwrap();
+                    }
                     ("logprob", Some(f)) => {
                         *flip += 1;
                         let up = (*flip).is_multiple_of(2);
                         let noisy = match mode {
                             Noise::F64 => f * if up { 1.0 + 1e-7 } else { 1.0 - 1e-7 },
+                            Noise::Strip | Noise::Fp16 | Noise::Decimals4 => f,
                             Noise::F32Ulp => {
                                 let b = (f as f32).to_bits();
                                 f64::from(f32::from_bits(if up {

@@ -95,13 +95,22 @@ impl Logprob {
         Ok(Logprob {
             text: t.to_string(),
             f32_bits: narrow.to_bits(),
-            exact_f32: narrow as f64 == wide,
+            // Exactly an f32 (llama.cpp's 17 digits), or at most 9 significant digits: the
+            // shortest print of an f32 (OpenAI, Python's repr of a float32) names one f32.
+            exact_f32: narrow as f64 == wide || significant_digits(t) <= 9,
         })
     }
 
     pub fn value(&self) -> f32 {
         f32::from_bits(self.f32_bits)
     }
+}
+
+/// Significant digits of a printed number (`-0.00123e4` has 3).
+fn significant_digits(text: &str) -> usize {
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    digits.trim_start_matches('0').trim_end_matches('0').len()
 }
 
 /// A printed logprob that is no usable number.
@@ -234,9 +243,13 @@ mod tests {
         let lp = Logprob::parse(&printed).unwrap();
         assert!(lp.exact_f32);
         assert_eq!(lp.value(), v);
-        let short = Logprob::parse("-0.1").unwrap();
-        assert!(!short.exact_f32, "0.1 is no f32");
-        assert_eq!(short.value(), -0.1f32);
+        // The shortest print of an f32 names it too (OpenAI prints logprobs so).
+        let short = Logprob::parse("-0.0009307125").unwrap();
+        assert!(short.exact_f32);
+        assert_eq!(short.value(), -0.000_930_712_5_f32);
+        // Seventeen digits of an f64 no f32 equals: no f32 computation prints it.
+        let wide = Logprob::parse("-0.10000000000000001").unwrap();
+        assert!(!wide.exact_f32);
         assert!(Logprob::parse("abc").is_err());
     }
 

@@ -1,7 +1,9 @@
 //! Evidence modes: what an endpoint's answers carry, and so what can be concluded from them. A mode
 //! says what "bit-identical" means for its answers, which integrity checks apply, and which
-//! features fit. One mode per file; [`modes`] is the one registration point. To add one (rounded
-//! logprobs, text only), copy exact_logprobs.rs and add one line to [`modes`] (CONTRIBUTING.md).
+//! features fit. One mode per file; [`modes`] is the one registration point. To add one, copy
+//! exact_logprobs.rs and add one line to [`modes`] (CONTRIBUTING.md). How an endpoint shows a
+//! mode's answers (rounded to a grid, text alone) is no mode of its own: it is read from each
+//! answer (`hspi_datasets::Presentation`) and the references are shown the same way.
 
 mod exact_logprobs;
 mod full_logits;

@@ -437,7 +437,8 @@ fn verification(
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let audit = |url: &str, out: &std::path::Path| {
+    // One audit of the F16 claim; `budget` is the query and token limits.
+    let audit = |url: &str, out: &std::path::Path, budget: &[&str]| {
         let mut args = vec![
             "audit",
             "--json",
@@ -453,15 +454,19 @@ fn verification(
             F16,
             "--classifier",
             model_path.to_str().unwrap(),
-            "--max-tokens-total",
-            "64",
-            "--references",
         ];
+        args.extend_from_slice(budget);
+        args.push("--references");
         args.extend(unseen_s.iter().map(String::as_str));
         run(&args)
     };
+    let within_64 = ["--max-tokens-total", "64"];
     let audit_dir = tmp.join("audit-f16");
-    let r = audit(&format!("{}/v1/chat/completions", server.url), &audit_dir);
+    let r = audit(
+        &format!("{}/v1/chat/completions", server.url),
+        &audit_dir,
+        &within_64,
+    );
     let _ = load.wait();
     assert_ne!(
         r.code, 1,
@@ -479,7 +484,11 @@ fn verification(
     for mode in [Noise::F64, Noise::F32Ulp] {
         let proxy = NoiseProxy::start(&server.url, mode);
         let out = tmp.join(format!("audit-proxy-{mode:?}"));
-        let r = audit(&format!("{}/v1/chat/completions", proxy.url), &out);
+        let r = audit(
+            &format!("{}/v1/chat/completions", proxy.url),
+            &out,
+            &within_64,
+        );
         let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
         let verdict = report["summary"]["verdict"]
             .as_str()
@@ -498,31 +507,11 @@ fn verification(
     // rounding is never "tampered", the honest server is never accused, and Q8_0 served as F16
     // is caught from the text alone or from fp16-rounded logprobs.
     let audit_as = |url: &str, out: &std::path::Path, tokens: &str| {
-        let r = run(&[
-            &[
-                "audit",
-                "--json",
-                "--endpoint",
-                url,
-                "--model",
-                "smollm2",
-                "--probes",
-                prompts.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--claim",
-                F16,
-                "--classifier",
-                model_path.to_str().unwrap(),
-                "--max-queries",
-                "40",
-                "--max-tokens-total",
-                tokens,
-                "--references",
-            ][..],
-            &unseen_s.iter().map(String::as_str).collect::<Vec<_>>()[..],
-        ]
-        .concat());
+        let r = audit(
+            url,
+            out,
+            &["--max-queries", "40", "--max-tokens-total", tokens],
+        );
         let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
         (r, report)
     };

@@ -37,9 +37,6 @@ pub struct EvalOptions<'a> {
 pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditError> {
     let train = load_one_model(o.train)?;
     let mut test = load_one_model(o.test)?;
-    for r in &mut test.records {
-        r.outputs = o.shown_as.show(&r.outputs);
-    }
     if test.model != train.model {
         return Err(AuditError::Usage(format!(
             "training model {} and test model {} differ (use --transfer for cross-model tests)",
@@ -48,15 +45,12 @@ pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditEr
     }
     let mode = hspi_classify::evidence::detect(&train.records)?;
     let extra = load_references(o.references)?;
-    // References are hspi's own exact recomputations, whatever the test answers show.
-    let exact_test = load_one_model(o.test)?;
-    let references = ReferenceIndex::new(
-        train
-            .records
-            .iter()
-            .chain(&exact_test.records)
-            .chain(&extra),
-    );
+    // References are hspi's own exact recomputations, indexed before the test answers are shown
+    // as the endpoint would show them.
+    let references = ReferenceIndex::new(train.records.iter().chain(&test.records).chain(&extra));
+    for r in &mut test.records {
+        r.outputs = o.shown_as.show(&r.outputs);
+    }
     let transfer = if o.transfer.is_empty() {
         None
     } else {

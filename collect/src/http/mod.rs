@@ -7,7 +7,7 @@ mod journal;
 
 pub use crate::error::BudgetReached;
 pub use budget::{Budget, BudgetLimits, Spent};
-pub use client::{Client, ClientConfig, RawResponse, SendError};
+pub use client::{Client, ClientConfig, RawResponse, SendError, TransportFailures};
 pub use hspi_api::{shape_for_url, shape_named, ApiShape, Parsed, RequestOptions, SHAPES};
 pub use journal::{request_key, Journal, JournalEntry};
 
@@ -45,6 +45,16 @@ impl HttpTarget {
     }
 
     fn answer_one(&self, probe: &Probe) -> Result<Answer> {
+        self.answer_probe(probe, true)
+    }
+
+    /// Ask `probe` again, never from the journal (a repeat that checks the endpoint is
+    /// deterministic); the answer is journaled as any other.
+    pub fn answer_fresh(&self, probe: &Probe) -> Result<Answer> {
+        self.answer_probe(probe, false)
+    }
+
+    fn answer_probe(&self, probe: &Probe, replay: bool) -> Result<Answer> {
         let ProbeInput::Prompt { text, params } = &probe.input else {
             return Err(CollectError::ProbeMismatch {
                 probe: probe.id.clone(),
@@ -62,7 +72,11 @@ impl HttpTarget {
         // A 200 whose body is no valid answer (a truncated transfer, a proxy's page) is fetched
         // again, a bounded number of times; the journal keeps every body it got. Each body is
         // parsed once, and the budget settled from that parse.
-        let mut replayed = self.journal.replay(&key);
+        let mut replayed = if replay {
+            self.journal.replay(&key)
+        } else {
+            None
+        };
         let mut parsed = None;
         for _ in 0..=MALFORMED_REFETCHES {
             let (raw, held) = match replayed.take() {
@@ -74,6 +88,9 @@ impl HttpTarget {
                 return Err(http_err(format!("HTTP {}: {body}", raw.status)));
             }
             let attempt = self.shape.parse(&raw.body);
+            if attempt.is_err() && held {
+                self.client.count_failure(|f| f.malformed += 1);
+            }
             if held {
                 let used = attempt.as_ref().ok().and_then(|p| p.usage.as_ref());
                 let used = used.map(|u| (u.prompt_tokens, u.completion_tokens));

@@ -21,13 +21,7 @@ impl Codec {
     pub fn for_model(model: &Model, platform: &hspi_datasets::Platform) -> Result<Codec> {
         Ok(match model {
             Model::Tiny(lm) => Codec::Tiny(lm.clone()),
-            Model::Lm { path, .. } => {
-                let content = crate::zoo::read_gguf(path)?;
-                Codec::Gguf {
-                    bpe: Box::new(Bpe::from_content(path, &content)?),
-                    template: ChatTemplate::from_content(path, &content)?,
-                }
-            }
+            Model::Lm { path, .. } => Codec::from_gguf(path)?,
             Model::Image(m) => {
                 return Err(CollectError::Unsupported {
                     platform: platform.to_string(),
@@ -38,6 +32,32 @@ impl Codec {
                 })
             }
         })
+    }
+
+    /// The vocabulary and chat template of the GGUF file at `path`.
+    pub fn from_gguf(path: &std::path::Path) -> Result<Codec> {
+        let content = crate::zoo::read_gguf(path)?;
+        Ok(Codec::Gguf {
+            bpe: Box::new(Bpe::from_content(path, &content)?),
+            template: ChatTemplate::from_content(path, &content)?,
+        })
+    }
+
+    /// The tokens a chat request with one user message `prompt` is billed for.
+    pub fn chat_prompt_tokens(&self, prompt: &str) -> Result<usize> {
+        let user = Message {
+            role: "user".into(),
+            content: prompt.into(),
+        };
+        Ok(self.chat_ids(&[user])?.len())
+    }
+
+    /// sha256 over the vocabulary (None for the tiny LM's characters).
+    pub fn fingerprint(&self) -> Option<&str> {
+        match self {
+            Codec::Tiny(_) => None,
+            Codec::Gguf { bpe, .. } => Some(bpe.fingerprint()),
+        }
     }
 
     /// The prompt of a chat request.

@@ -5,7 +5,7 @@
 //! context afresh, and requests are answered one at a time, so concurrent load cannot change the
 //! bits.
 
-mod codec;
+pub mod codec;
 
 use hspi_datasets::top_label;
 use std::io::Read;

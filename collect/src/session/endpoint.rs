@@ -179,6 +179,22 @@ impl EndpointSession {
 
     /// Ask one probe and store its answer (once) before returning it.
     pub fn ask(&mut self, probe_id: &str) -> Result<Record> {
+        self.ask_probe(probe_id, true)
+    }
+
+    /// Ask one probe again with a fresh request (never from the journal): a repeat that tells
+    /// whether the endpoint answers a temperature-0 request the same way twice. The journal
+    /// keeps the answer; the dataset keeps its first answer.
+    pub fn ask_again(&mut self, probe_id: &str) -> Result<Record> {
+        self.ask_probe(probe_id, false)
+    }
+
+    /// Failed attempts so far (timeouts, 5xx, malformed bodies …), counted apart from answers.
+    pub fn failures(&self) -> crate::http::TransportFailures {
+        self.target.client.failures()
+    }
+
+    fn ask_probe(&mut self, probe_id: &str, replay: bool) -> Result<Record> {
         let probe = self
             .probes
             .probes
@@ -190,14 +206,17 @@ impl EndpointSession {
                 reason: "not in this session's probe set".into(),
             })?;
         let started = Instant::now();
-        let answer = self
-            .target
-            .answer(&[probe])?
-            .pop()
-            .ok_or_else(|| CollectError::Http {
-                url: self.url.clone(),
-                reason: "the endpoint returned no answer".into(),
-            })?;
+        let answer = if replay {
+            self.target
+                .answer(&[probe])?
+                .pop()
+                .ok_or_else(|| CollectError::Http {
+                    url: self.url.clone(),
+                    reason: "the endpoint returned no answer".into(),
+                })?
+        } else {
+            self.target.answer_fresh(probe)?
+        };
         let record = answer.into_record(
             &probe.id,
             &self.id,

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::quantized::gguf_file;
+use sha2::Digest;
 
 use crate::error::{CollectError, Result};
 
@@ -24,6 +25,8 @@ pub struct Bpe {
     control: Vec<(String, u32)>,
     /// The tokens that end a turn (end of sequence, and the chat template's end of turn).
     end_of_generation: Vec<u32>,
+    /// sha256 over the vocabulary and the merges: what token counts (billing) depend on.
+    fingerprint: String,
 }
 
 impl Bpe {
@@ -83,7 +86,18 @@ impl Bpe {
             ranks.insert((a.to_string(), b.to_string()), rank);
         }
         let byte_char = byte_chars();
+        let mut h = sha2::Sha256::new();
+        for t in tokens
+            .iter()
+            .chain(std::iter::once(&String::new()))
+            .chain(&merges)
+        {
+            h.update(t.as_bytes());
+            h.update([0u8]);
+        }
+        let fingerprint = hex::encode(h.finalize());
         Ok(Bpe {
+            fingerprint,
             ids: tokens
                 .iter()
                 .enumerate()
@@ -100,6 +114,11 @@ impl Bpe {
             control,
             end_of_generation,
         })
+    }
+
+    /// sha256 over the vocabulary and the merges.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     /// Token ids of a rendered chat prompt: control tokens written out in `text` (as chat

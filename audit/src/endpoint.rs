@@ -3,8 +3,9 @@
 
 use hspi_classify::audit::SourceError;
 use hspi_classify::verify::VerifyReport;
-use hspi_classify::{run_audit, AnswerSource};
+use hspi_classify::{run_audit, AnswerSource, Unanswered};
 use hspi_collect::session::EndpointSession;
+use hspi_collect::CollectError;
 use hspi_datasets::{short_id, Presentation, ProbeInput, Record};
 use hspi_reports::report::{Report, Spent, Subject};
 
@@ -27,8 +28,16 @@ impl AnswerSource for Endpoint<'_> {
             .map(|p| (p.id.clone(), tokens(&p.input)))
             .collect()
     }
+    /// A probe the transport failed on (after every retry), or whose bodies never parsed, is
+    /// skipped and counted; any other error stops the audit.
     fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError> {
-        Ok(self.0.ask(probe_id)?)
+        match self.0.ask(probe_id) {
+            Ok(r) => Ok(r),
+            Err(e @ (CollectError::Transport { .. } | CollectError::Api { .. })) => {
+                Err(Box::new(Unanswered(e.to_string())))
+            }
+            Err(e) => Err(Box::new(e)),
+        }
     }
 }
 
@@ -48,15 +57,18 @@ fn presentation_warning(shown: Presentation) -> String {
 pub struct Verified {
     pub report: VerifyReport,
     pub records: Vec<Record>,
+    /// Probes skipped for transport failures, with why.
+    pub unanswered: Vec<(String, String)>,
     pub spent: Spent,
     pub subject: Subject,
 }
 
 /// Query the endpoint probe by probe in the verifier's order until a verdict or the budget; one
-/// status line per answer.
+/// status line per answer. The session stays open (a contract check may ask again); the caller
+/// seals it.
 pub fn verify_endpoint(
     s: &VerifySetup,
-    mut session: EndpointSession,
+    session: &mut EndpointSession,
     model: &str,
     lines: &Lines,
 ) -> Result<Verified, AuditError> {
@@ -71,7 +83,7 @@ pub fn verify_endpoint(
     let mut shown = Presentation::Exact;
     let outcome = run_audit(
         s.verifier()?,
-        &mut Endpoint(&mut session),
+        &mut Endpoint(session),
         &mut |record, v| {
             queries += 1;
             if v.presentation() != shown {
@@ -89,9 +101,16 @@ pub fn verify_endpoint(
             Ok(())
         },
     )?;
+    for (probe, why) in &outcome.unanswered {
+        (lines.status)(&format!(
+            "probe {} unanswered, skipped (counted apart from the verdict): {why}",
+            short_id(probe)
+        ));
+    }
     let url = session.url.clone();
-    let spent = session.finish()?;
+    let spent = budget.spent();
     Ok(Verified {
+        unanswered: outcome.unanswered,
         spent: Spent {
             queries: outcome.records.len() as u64,
             requests: spent.requests,
@@ -112,24 +131,47 @@ pub fn verify_endpoint(
 /// the answers' dataset directory.
 pub fn audit_endpoint(
     s: &VerifySetup,
-    session: EndpointSession,
+    mut session: EndpointSession,
     model: &str,
     lines: &Lines,
 ) -> Result<Report, AuditError> {
+    let v = verify_endpoint(s, &mut session, model, lines)?;
     let out = session.out.clone();
-    let v = verify_endpoint(s, session, model, lines)?;
+    let transport = crate::contract::transport(&session.failures(), &v);
+    session.finish()?;
+    let report = audit_report(s, v, &out).with_contract(vec![transport], None);
+    write_audit(&report, &out, lines)?;
+    Ok(report)
+}
+
+/// The audit's report: the verdict, and what the classifier names from the same answers kept
+/// in `dataset`.
+pub(crate) fn audit_report(s: &VerifySetup, v: Verified, dataset: &std::path::Path) -> Report {
     let refs: Vec<&Record> = v.records.iter().collect();
     let identification = s.model.identify(&refs, &s.references);
     let ctx = s.context(v.subject, v.spent);
-    let report = Report::from_audit(ctx, v.report, identification, out.display().to_string());
+    Report::from_audit(
+        ctx,
+        v.report,
+        identification,
+        dataset.display().to_string(),
+    )
+}
+
+/// Write audit.json, audit.md and audit.html into `out` (the answers' dataset).
+pub(crate) fn write_audit(
+    report: &Report,
+    out: &std::path::Path,
+    lines: &Lines,
+) -> Result<(), AuditError> {
     for name in ["json", "md", "html"] {
         let e = hspi_reports::exporter(name)?;
         let path = out.join(format!("audit.{}", e.extension()));
-        std::fs::write(&path, e.render(&report)).map_err(AuditError::io(&path))?;
+        std::fs::write(&path, e.render(report)).map_err(AuditError::io(&path))?;
     }
     (lines.status)(&format!(
         "audit written to {dir}/audit.json, audit.md and audit.html (PDF: hspi report --from {dir}/audit.json --format pdf --out audit.pdf)",
         dir = out.display()
     ));
-    Ok(report)
+    Ok(())
 }

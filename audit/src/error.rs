@@ -12,6 +12,8 @@ pub enum AuditError {
     Classify(#[from] hspi_classify::ClassifyError),
     #[error(transparent)]
     Report(#[from] hspi_reports::ReportError),
+    #[error(transparent)]
+    Pack(#[from] hspi_pack::PackError),
     #[error("--claim: {0}")]
     Claim(#[from] hspi_datasets::PatternParseError),
     #[error("{path}: {source}")]

@@ -2,11 +2,14 @@
 //! audit an endpoint (verify + identify + report files), identify, and the demo that runs them
 //! end to end. The binary parses flags into these calls and prints what they return.
 
+mod contract;
 mod demo;
 mod endpoint;
 mod error;
 mod evaluate;
 mod identify;
+mod pack_audit;
+mod pack_build;
 mod setup;
 mod train;
 
@@ -15,6 +18,8 @@ pub use endpoint::{audit_endpoint, verify_endpoint, Verified};
 pub use error::AuditError;
 pub use evaluate::{evaluate_datasets, EvalOptions};
 pub use identify::identify_datasets;
+pub use pack_audit::{audit_with_pack, check_model, PackAudit, DEFAULT_DRAW};
+pub use pack_build::{build_pack, endpoint_defaults, merge_into_pack, work_dir, PackBuild};
 pub use setup::{load_references, repeat_verify_datasets, verify_datasets, VerifySetup};
 pub use train::{train, TrainOptions, Trained};
 

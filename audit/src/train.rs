@@ -32,6 +32,32 @@ pub struct Trained {
 
 pub fn train(o: TrainOptions) -> Result<Trained, AuditError> {
     let data = load_one_model(o.datasets)?;
+    fit(data, o)
+}
+
+/// Train on the answers of every platform to the probes all of them answered (an audit pack
+/// whose platforms cover different parts of its pool); every answer stays a reference.
+pub fn train_on_shared_probes(o: TrainOptions) -> Result<Trained, AuditError> {
+    let mut data = load_one_model(o.datasets)?;
+    let mut answered: std::collections::HashMap<&str, std::collections::HashSet<String>> =
+        std::collections::HashMap::new();
+    for r in &data.records {
+        answered
+            .entry(r.probe_id.as_str())
+            .or_default()
+            .insert(r.platform_key());
+    }
+    let platforms = answered.values().map(|s| s.len()).max().unwrap_or(0);
+    let shared: std::collections::HashSet<String> = answered
+        .iter()
+        .filter(|(_, p)| p.len() == platforms)
+        .map(|(id, _)| id.to_string())
+        .collect();
+    data.records.retain(|r| shared.contains(&r.probe_id));
+    fit(data, o)
+}
+
+fn fit(data: hspi_datasets::store::OneModel, o: TrainOptions) -> Result<Trained, AuditError> {
     let kinds = match o.features {
         Some(k) => k,
         None => hspi_classify::evidence::detect(&data.records)?.default_features(),

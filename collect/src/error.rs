@@ -69,6 +69,10 @@ pub enum CollectError {
     TrainingData(String),
     #[error("{url}: {reason}")]
     Http { url: String, reason: String },
+    /// No usable answer after every retry (timeouts, 5xx, 429, connection errors): the
+    /// endpoint's transport failed, not its answer.
+    #[error("{url}: {reason}")]
+    Transport { url: String, reason: String },
     #[error("{url}: {source}")]
     Api {
         url: String,

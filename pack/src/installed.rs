@@ -11,14 +11,15 @@ pub fn packs_dir(cache: &Path) -> PathBuf {
     cache.join("packs")
 }
 
-fn copy_tree(from: &Path, to: &Path) -> Result<(), PackError> {
+/// Copy the directory `from` to `to`, leaving out files `skip` names.
+pub fn copy_tree(from: &Path, to: &Path, skip: &dyn Fn(&Path) -> bool) -> Result<(), PackError> {
     std::fs::create_dir_all(to).map_err(PackError::io(to))?;
     for entry in std::fs::read_dir(from).map_err(PackError::io(from))? {
         let entry = entry.map_err(PackError::io(from))?;
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
         if src.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else {
+            copy_tree(&src, &dst, skip)?;
+        } else if !skip(&src) {
             std::fs::copy(&src, &dst).map_err(PackError::io(&src))?;
         }
     }
@@ -36,7 +37,7 @@ pub fn install(from: &Path, cache: &Path) -> Result<Pack, PackError> {
     // Copied beside its place and renamed: a half-copied pack is never taken for installed.
     let partial = dest.with_extension("partial");
     let _ = std::fs::remove_dir_all(&partial);
-    copy_tree(from, &partial)?;
+    copy_tree(from, &partial, &|_| false)?;
     std::fs::rename(&partial, &dest).map_err(PackError::io(&dest))?;
     Pack::open(&dest)
 }
@@ -79,4 +80,21 @@ pub fn find_installed(cache: &Path, model: &str) -> Result<Pack, PackError> {
                 .collect(),
         }),
     }
+}
+
+/// `hspi pack list`: each installed pack's summary, or why it cannot be read.
+pub fn listing(cache: &Path) -> String {
+    let all = installed(cache);
+    if all.is_empty() {
+        return format!(
+            "no packs installed under {}\nhint: `hspi pack install DIR` (the SmolLM2 pack ships in datasets/packs/)",
+            packs_dir(cache).display()
+        );
+    }
+    all.iter()
+        .map(|(dir, m)| match m {
+            Ok(m) => m.summary(dir),
+            Err(e) => format!("{}: unreadable: {e}\n", dir.display()),
+        })
+        .collect()
 }

@@ -16,7 +16,7 @@ mod manifest;
 pub use content::{seal, Pack};
 pub use draw::{draw, fresh_seed, Draw};
 pub use error::PackError;
-pub use installed::{find_installed, install, installed, packs_dir};
+pub use installed::{copy_tree, find_installed, install, installed, listing, packs_dir};
 pub use manifest::{
     PackManifest, PackModel, PackPlatform, PoolInfo, PromptTokens, CLASSIFIER, MANIFEST, POOL,
     PROMPT_TOKENS, REFERENCES, REPEATS, SCHEMA,

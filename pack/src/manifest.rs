@@ -38,6 +38,47 @@ pub struct PackManifest {
     pub files: BTreeMap<String, String>,
 }
 
+impl PackManifest {
+    /// What `hspi pack verify/list/build` print: name, id, model, pool and platforms.
+    pub fn summary(&self, dir: &std::path::Path) -> String {
+        let mut s = format!(
+            "pack {} ({}) at {}\n  id {}\n  model {}{}{}\n  pool {} prompts ({} tokens, top {} logprobs)\n  built by hspi {}; {} platforms:\n",
+            self.name,
+            self.engine,
+            dir.display(),
+            self.id,
+            self.model.id,
+            self.model
+                .weights_sha256
+                .as_ref()
+                .map(|s| format!(", weights sha256 {}", &s[..12.min(s.len())]))
+                .unwrap_or_default(),
+            self.model
+                .tokenizer_sha256
+                .as_ref()
+                .map(|s| format!(", tokenizer sha256 {}", &s[..12.min(s.len())]))
+                .unwrap_or_default(),
+            self.pool.probes,
+            self.pool.max_tokens,
+            self.pool.top_logprobs,
+            self.hspi_version,
+            self.platforms.len(),
+        );
+        for p in &self.platforms {
+            let det = match p.deterministic {
+                Some(true) => "repeats bit for bit",
+                Some(false) => "varies between repeats",
+                None => "repeats not measured",
+            };
+            s.push_str(&format!(
+                "    {:<42} {:>4} prompts, {det}; {}\n",
+                p.platform, p.probes, p.source
+            ));
+        }
+        s
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PackModel {
     /// The model id the references' datasets carry (what the endpoint was asked for).

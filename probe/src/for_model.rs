@@ -87,3 +87,27 @@ pub fn stress_for(id: ModelId, count: usize, seed: u64) -> Result<ProbeSet, Prob
         }),
     }
 }
+
+/// An audit pool: the prompts of several probe-set files (each once, in order), or `count`
+/// generated prompts of 8 tokens with 5 logprob alternatives when no file is given.
+pub fn union_of(files: &[std::path::PathBuf], count: usize, seed: u64) -> Result<ProbeSet, ProbeError> {
+    if files.is_empty() {
+        return prompts_for(&count.to_string(), seed, 8, 5);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut union = ProbeSet {
+        generator: String::new(),
+        seed,
+        probes: Vec::new(),
+    };
+    let mut generators = Vec::new();
+    for f in files {
+        let set = crate::read_probe_set(f)?;
+        generators.push(format!("{} seed {}", set.generator, set.seed));
+        union
+            .probes
+            .extend(set.probes.into_iter().filter(|p| seen.insert(p.id.clone())));
+    }
+    union.generator = format!("union of {}", generators.join(", "));
+    Ok(union)
+}

@@ -68,6 +68,12 @@ pub fn render(r: &Report) -> String {
     s.push_str(&row("Date", &escape(&r.created)));
     s.push_str(&row("Tool", &escape(&r.tool)));
     s.push_str("</table></section>");
+    if !r.contract.is_empty() {
+        s.push_str(&crate::contract::html(&r.contract, &|t| escape(t)));
+    }
+    if let Some(d) = &r.draw {
+        s.push_str(&format!("<p>{}</p>", escape(&d.sentence())));
+    }
 
     s.push_str("<section class=\"appendix\"><h2>Appendix A: evidence</h2>");
     match &r.evidence {

@@ -1,6 +1,7 @@
 //! Report models and exporters. One exporter per file.
 
 pub mod bundle;
+pub mod contract;
 pub mod diff_table;
 pub mod eqc_table;
 mod error;

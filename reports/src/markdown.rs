@@ -69,6 +69,12 @@ pub fn render(r: &Report) -> String {
         }
         Evidence::Eval { eval } => s.push_str(&crate::eval_table::render_markdown(eval)),
     }
+    if !r.contract.is_empty() {
+        s.push_str(&crate::contract::markdown(&r.contract));
+    }
+    if let Some(d) = &r.draw {
+        s.push_str(&format!("\nProbes: {}\n", d.sentence()));
+    }
     s.push_str("\n## Reference atlas\n\n");
     if let Some(id) = &r.atlas.classifier_id {
         s.push_str(&format!("Classifier `{id}`; "));

@@ -99,6 +99,12 @@ pub struct Report {
     pub methodology: Vec<String>,
     pub limitations: Vec<String>,
     pub evidence: Evidence,
+    /// The API contract checks of an audit against a pack.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contract: Vec<crate::contract::ContractCheck>,
+    /// The pool prompts an audit against a pack drew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw: Option<crate::contract::PackDraw>,
 }
 
 /// Everything a report needs besides its evidence.
@@ -149,6 +155,7 @@ const METHOD_INTEGRITY: &str = "Answers are checked for values no known engine p
 const METHOD_CLASSIFY: &str = "Platforms whose answers are bit-identical on every probe form one equivalence class (EQC); the classifier (multinomial logistic regression, regularisation chosen by probe-grouped cross-validation) names EQCs, never platforms it cannot tell apart, and calls answers unlike every known class 'unknown platform'.";
 const LIMIT_ATLAS: &str = "Only platforms in the reference atlas can be named; a platform never collected can at best be reported as unknown.";
 const LIMIT_BATCH: &str = "Servers batching concurrent requests answer with other bits (measured on llama.cpp for F32 and F16); claims should leave the batch size open unless the atlas holds the loaded platform.";
+const LIMIT_POOL: &str = "The pool ships with the pack: a provider holding the pack could recognise its prompts. The references are exact only for the platforms the pack covers; another build or GPU is judged on the format evidence, which tolerates hardware, build and batching differences.";
 const LIMIT_MODEL: &str = "The error rates hold under the classifier's model of each platform; they are targets, not guarantees against an adversary who knows the method.";
 
 impl Report {
@@ -182,6 +189,8 @@ impl Report {
             methodology: methodology.iter().map(|s| s.to_string()).collect(),
             limitations: limitations.iter().map(|s| s.to_string()).collect(),
             evidence,
+            contract: Vec::new(),
+            draw: None,
         }
     }
 
@@ -203,6 +212,22 @@ impl Report {
             &[METHOD_VERIFY, METHOD_INTEGRITY, METHOD_CLASSIFY],
             &[LIMIT_ATLAS, LIMIT_BATCH, LIMIT_MODEL],
         )
+    }
+
+    /// Add an audit's contract checks and its draw from a pack (stated among the limitations:
+    /// what the random draw does and does not protect against).
+    pub fn with_contract(
+        mut self,
+        contract: Vec<crate::contract::ContractCheck>,
+        draw: Option<crate::contract::PackDraw>,
+    ) -> Report {
+        if let Some(d) = &draw {
+            self.limitations.push(d.sentence());
+            self.limitations.push(LIMIT_POOL.into());
+        }
+        self.contract = contract;
+        self.draw = draw;
+        self
     }
 
     pub fn from_verify(ctx: Context, verification: VerifyReport) -> Report {

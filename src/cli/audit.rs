@@ -1,10 +1,15 @@
 //! `hspi audit`: verify a claim against an endpoint, identify what it serves from the same
-//! answers, and write the report (JSON, Markdown, HTML) next to the answers' dataset.
+//! answers, check the API contract, and write the report (JSON, Markdown, HTML) next to the
+//! answers' dataset. With a pack (`--pack DIR`, or `--model M` for an installed one) nothing
+//! else is needed: no engine runs here.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use hspi_audit::audit_endpoint;
+use hspi_audit::{audit_endpoint, audit_with_pack, PackAudit};
+use hspi_datasets::{manifest::unix_now, OpenMode};
 
+use super::collect::command_line;
 use super::collect_http::open_endpoint;
 use super::verify::{EndpointTarget, VerifyArgs};
 use crate::printer;
@@ -15,21 +20,49 @@ pub struct Args {
     pub verify: VerifyArgs,
     #[command(flatten)]
     pub target: EndpointTarget,
+    /// An audit pack (`hspi pack`); without it and --classifier, the installed pack for --model.
+    #[arg(long)]
+    pub pack: Option<PathBuf>,
+    /// Prompts drawn at random from the pack's pool for this audit.
+    #[arg(long, default_value_t = hspi_audit::DEFAULT_DRAW)]
+    pub draw: usize,
+    /// The draw's seed (default: fresh each audit; the report names it).
+    #[arg(long)]
+    pub draw_seed: Option<u64>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.target.endpoint.endpoint.is_none() {
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let t = &a.target;
+    if t.endpoint.endpoint.is_none() {
         anyhow::bail!(
             "hspi audit needs --endpoint URL (to audit a collected dataset, use `hspi verify DIR`)"
         );
     }
-    let s = args.verify.setup()?;
-    let session = open_endpoint(&args.target.collect_args()?)?;
-    let report = audit_endpoint(&s, session, &args.target.model, &printer::lines())?;
-    printer::data(&if args.target.json {
-        hspi_reports::json::render(&report)
+    let report = if a.verify.classifier.is_some() {
+        let session = open_endpoint(&t.collect_args()?)?;
+        audit_endpoint(&a.verify.setup()?, session, &t.model, &printer::lines())?
     } else {
-        hspi_reports::markdown::render(&report)
-    });
+        let pack = match (&a.pack, t.model.as_str()) {
+            (Some(dir), _) => hspi_pack::Pack::open(dir)?,
+            (None, "") => anyhow::bail!("hspi audit needs --pack DIR, --model NAME (to use its installed pack), or --classifier FILE --references DIRS"),
+            (None, m) => hspi_pack::find_installed(&hspi_collect::zoo::cache_dir(), m)?,
+        };
+        let model = if t.model.is_empty() { &pack.manifest.model.id } else { &t.model };
+        let out = t.out.clone().unwrap_or_else(|| format!("hspi-audit-{}", unix_now()).into());
+        let audit = PackAudit {
+            pack: &pack,
+            claim: &a.verify.claim,
+            draw: a.draw,
+            seed: a.draw_seed,
+            params: a.verify.params(),
+            endpoint: t.endpoint.options(model)?,
+            out: &out,
+            mode: OpenMode::from_flags(false, t.force),
+            command: &command_line(),
+        };
+        audit_with_pack(audit, &printer::lines())?
+    };
+    let render = if t.json { hspi_reports::json::render } else { hspi_reports::markdown::render };
+    printer::data(&render(&report));
     Ok(ExitCode::from(report.exit_code()))
 }

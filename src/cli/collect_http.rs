@@ -75,7 +75,7 @@ pub struct EndpointArgs {
     pub top_logprobs: u32,
 }
 
-fn api_key(var: &Option<String>) -> anyhow::Result<Option<String>> {
+pub fn api_key(var: &Option<String>) -> anyhow::Result<Option<String>> {
     let Some(var) = var else { return Ok(None) };
     match std::env::var(var) {
         Ok(k) if !k.is_empty() => Ok(Some(k)),

@@ -10,6 +10,7 @@ mod eqc;
 mod eval;
 mod fetch;
 mod identify;
+mod pack;
 mod platforms;
 mod probe;
 mod report;
@@ -53,6 +54,9 @@ enum Command {
     Verify(Box<verify::Args>),
     /// Verify a claim against an endpoint, identify what it serves, and write the report.
     Audit(Box<audit::Args>),
+    /// Audit packs: build, merge, verify, install, list.
+    #[command(subcommand)]
+    Pack(pack::Command),
     /// Render a report (from audit, or verify/identify/eval --report) as html, pdf, md or json.
     Report(report::Args),
     /// Signed evidence bundles: keygen, sign, verify.
@@ -88,6 +92,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(a) => eval::run(*a),
         Command::Verify(a) => verify::run(*a),
         Command::Audit(a) => audit::run(*a),
+        Command::Pack(c) => pack::run(c),
         Command::Report(a) => report::run(a),
         Command::Bundle(c) => bundle::run(c),
         Command::Atlas(c) => atlas::run(c),

@@ -19,7 +19,7 @@ pub struct VerifyArgs {
     pub claim: String,
     /// A classifier written by `hspi train` (its classes are the claim's alternatives).
     #[arg(long)]
-    pub classifier: PathBuf,
+    pub classifier: Option<PathBuf>,
     /// hspi's own answers to the probes on the classifier's reference platforms.
     #[arg(long, num_args = 1..)]
     pub references: Vec<PathBuf>,
@@ -106,28 +106,31 @@ impl EndpointTarget {
 }
 
 impl VerifyArgs {
-    pub fn setup(&self) -> anyhow::Result<VerifySetup> {
-        let params = VerifyParams {
+    pub fn params(&self) -> VerifyParams {
+        VerifyParams {
             false_accusation: self.false_accusation,
             false_acceptance: self.false_acceptance,
             max_queries: self.max_queries,
             max_output_tokens: self.max_tokens_total,
             ..VerifyParams::default()
+        }
+    }
+
+    pub fn setup(&self) -> anyhow::Result<VerifySetup> {
+        let Some(classifier) = &self.classifier else {
+            bail!("--classifier FILE is needed (or, for hspi audit, --pack DIR)");
         };
-        Ok(VerifySetup::load(
-            &self.claim,
-            &self.classifier,
-            &self.references,
-            params,
-        )?)
+        let (claim, refs) = (&self.claim, &self.references);
+        Ok(VerifySetup::load(claim, classifier, refs, self.params())?)
     }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let s = args.verify.setup()?;
     let (report, model) = if args.target.endpoint.endpoint.is_some() {
-        let session = open_endpoint(&args.target.collect_args()?)?;
-        let v = verify_endpoint(&s, session, &args.target.model, &printer::lines())?;
+        let mut session = open_endpoint(&args.target.collect_args()?)?;
+        let v = verify_endpoint(&s, &mut session, &args.target.model, &printer::lines())?;
+        session.finish()?;
         let model = Report::from_verify(s.context(v.subject, v.spent), v.report.clone());
         (v.report, model)
     } else {

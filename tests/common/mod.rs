@@ -2,6 +2,7 @@
 
 pub mod fake;
 pub mod llama;
+pub mod proxy;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -85,7 +85,15 @@ impl HttpTarget {
             };
             if !raw.is_success() {
                 let body: String = raw.body.chars().take(200).collect();
-                return Err(http_err(format!("HTTP {}: {body}", raw.status)));
+                let reason = format!("HTTP {}: {body}", raw.status);
+                return Err(if raw.status == 429 || raw.status >= 500 {
+                    CollectError::Transport {
+                        url: self.url.clone(),
+                        reason,
+                    }
+                } else {
+                    http_err(reason)
+                });
             }
             let attempt = self.shape.parse(&raw.body);
             if attempt.is_err() && held {
@@ -156,7 +164,7 @@ impl HttpTarget {
         }
         let raw = attempts.result.map_err(|e| match e {
             SendError::Budget { reached, after } => CollectError::Budget { reached, after },
-            other => CollectError::Http {
+            other => CollectError::Transport {
                 url: self.url.clone(),
                 reason: other.to_string(),
             },

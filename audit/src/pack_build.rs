@@ -1,0 +1,438 @@
+//! Building and extending audit packs: `hspi pack build` runs the engines it can run here (the
+//! llama.cpp build of `.ci/build-llama`, each format made by llama-quantize) and collects from
+//! trusted endpoints; `hspi pack merge` adds platforms collected elsewhere. Both train the
+//! classifier over every reference and reseal the pack.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use hspi_classify::linear::TrainParams;
+use hspi_collect::llama::{LlamaBuild, LlamaServer};
+use hspi_collect::serve::codec::Codec;
+use hspi_collect::session::{EndpointOptions, EndpointSession};
+use hspi_collect::NoProgress;
+use hspi_datasets::{manifest::unix_now, Dataset, OpenMode, ProbeInput, ProbeSet, Record};
+use hspi_pack::{
+    copy_tree, seal, Pack, PackError, PackManifest, PackModel, PackPlatform, PoolInfo,
+    PromptTokens, CLASSIFIER, POOL, PROMPT_TOKENS, REFERENCES, REPEATS, SCHEMA,
+};
+
+use crate::error::AuditError;
+use crate::train::{train_on_shared_probes, TrainOptions};
+use crate::Lines;
+
+/// Where a pack build keeps what does not belong in the pack: requantised weights, journals.
+pub fn work_dir() -> PathBuf {
+    hspi_collect::zoo::cache_dir().join("pack-work")
+}
+
+pub struct PackBuild<'a> {
+    /// The model id: the name endpoints are asked for and local servers answer to.
+    pub model: String,
+    pub aliases: Vec<String>,
+    pub engine: String,
+    /// Formats to run locally through llama.cpp (F32, F16, Q8_0, Q4_0 …).
+    pub formats: Vec<String>,
+    /// The weights the local formats are made from and the tokenizer counts billing with.
+    pub gguf: Option<PathBuf>,
+    /// The llama.cpp build (`…/VERSION/VARIANT/bin`).
+    pub llama_bin: PathBuf,
+    /// Trusted endpoints, each with its `label` (the platform it is trusted to run).
+    pub endpoints: Vec<EndpointOptions>,
+    pub pool: ProbeSet,
+    /// Pool prompts asked again per platform: the classes' determinism flags.
+    pub repeats: usize,
+    pub out: &'a Path,
+    pub force: bool,
+    pub command: &'a str,
+}
+
+fn slug(platform: &str) -> String {
+    platform.replace('/', "_")
+}
+
+/// A directory under `root` named for `platform`, not taken yet.
+fn free_dir(root: &Path, platform: &str) -> PathBuf {
+    let base = slug(platform);
+    (1..)
+        .map(|i| {
+            if i == 1 {
+                root.join(&base)
+            } else {
+                root.join(format!("{base}-{i}"))
+            }
+        })
+        .find(|d| !d.exists())
+        .expect("some name is free")
+}
+
+/// Collect `probes` from the endpoint into `dir` (a journal outside the pack).
+fn collect_into(
+    o: &EndpointOptions,
+    probes: &ProbeSet,
+    dir: &Path,
+    command: &str,
+) -> Result<(), AuditError> {
+    let mut o = o.clone();
+    let journals = work_dir().join("journals");
+    std::fs::create_dir_all(&journals).map_err(AuditError::io(&journals))?;
+    o.journal = Some(journals.join(format!(
+        "{}-{}-{}.jsonl",
+        dir.file_name().unwrap_or_default().to_string_lossy(),
+        unix_now(),
+        std::process::id()
+    )));
+    let session = EndpointSession::open(&o, probes.clone(), dir, OpenMode::Create, command)?;
+    let (result, _) = session.collect(&NoProgress);
+    result?;
+    Ok(())
+}
+
+/// One platform's references (the whole pool) and repeats (its first `repeats` prompts).
+fn collect_platform(
+    b: &PackBuild,
+    o: &EndpointOptions,
+    sources: &mut BTreeMap<String, String>,
+    source: String,
+    lines: &Lines,
+) -> Result<(), AuditError> {
+    let label = o.label.as_ref().map(|l| l.to_string()).ok_or_else(|| {
+        AuditError::Usage(format!(
+            "--reference-endpoint {} needs --label PLATFORM (what the trusted endpoint runs)",
+            o.url
+        ))
+    })?;
+    (lines.status)(&format!(
+        "collecting {} pool prompts for {label} from {}",
+        b.pool.probes.len(),
+        o.url
+    ));
+    collect_into(o, &b.pool, &free_dir(&b.out.join(REFERENCES), &label), b.command)?;
+    if b.repeats > 0 {
+        let first = ProbeSet {
+            probes: b.pool.probes.iter().take(b.repeats).cloned().collect(),
+            ..b.pool.clone()
+        };
+        collect_into(o, &first, &free_dir(&b.out.join(REPEATS), &label), b.command)?;
+    }
+    sources.insert(label, source);
+    Ok(())
+}
+
+/// Build a pack in `b.out`.
+pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
+    if b.formats.is_empty() && b.endpoints.is_empty() {
+        return Err(AuditError::Usage(
+            "nothing to build references from: give --formats (run llama.cpp here) or --reference-endpoint URL --label PLATFORM".into(),
+        ));
+    }
+    if b.out.exists() && std::fs::read_dir(b.out).map_err(AuditError::io(b.out))?.next().is_some() {
+        if !b.force {
+            return Err(AuditError::Usage(format!(
+                "{} already exists\nhint: pass --force to replace it, or `hspi pack merge {0} DATASETS` to add platforms",
+                b.out.display()
+            )));
+        }
+        std::fs::remove_dir_all(b.out).map_err(AuditError::io(b.out))?;
+    }
+    std::fs::create_dir_all(b.out).map_err(AuditError::io(b.out))?;
+    hspi_probe::write_probe_set(&b.out.join(POOL), &b.pool)?;
+    let mut sources = BTreeMap::new();
+    let mut weights_sha256 = None;
+    let mut codec = None;
+    if let Some(gguf) = &b.gguf {
+        let sha = hspi_collect::zoo::sha256_file(gguf)?;
+        codec = Some(Codec::from_gguf(gguf)?);
+        weights_sha256 = Some(sha);
+    }
+    if !b.formats.is_empty() {
+        let gguf = b.gguf.as_ref().ok_or_else(|| {
+            AuditError::Usage("--formats needs --gguf FILE (the weights to requantise)".into())
+        })?;
+        let build = LlamaBuild::at(&b.llama_bin)?;
+        let sha = weights_sha256.clone().unwrap_or_default();
+        let quants = work_dir().join(format!("quants-{}", &sha[..12.min(sha.len())]));
+        for format in &b.formats {
+            let file = build.quantize(gguf, format, &quants)?;
+            let server = LlamaServer::start(&build, &file, &b.model)?;
+            let o = EndpointOptions {
+                label: Some(
+                    build
+                        .platform(format)
+                        .parse()
+                        .map_err(hspi_collect::CollectError::from)?,
+                ),
+                ..endpoint_defaults(&server.chat_url(), &b.model)
+            };
+            let source = format!(
+                "local llama-server (llama.cpp {}, {}) serving {} requantised to {}",
+                build.build,
+                build.variant,
+                gguf.file_name().unwrap_or_default().to_string_lossy(),
+                format.to_ascii_uppercase()
+            );
+            collect_platform(&b, &o, &mut sources, source, lines)?;
+        }
+    }
+    for o in &b.endpoints {
+        collect_platform(&b, o, &mut sources, format!("trusted endpoint {}", o.url), lines)?;
+    }
+    let counts = prompt_tokens(&b, codec.as_ref())?;
+    let tokens_path = b.out.join(PROMPT_TOKENS);
+    std::fs::write(
+        &tokens_path,
+        serde_json::to_string_pretty(&counts).expect("counts serialise"),
+    )
+    .map_err(AuditError::io(&tokens_path))?;
+    let manifest = PackManifest {
+        schema: SCHEMA,
+        id: String::new(),
+        name: format!("{}-{}", b.model.to_ascii_lowercase(), b.engine),
+        model: PackModel {
+            id: b.model.clone(),
+            aliases: b.aliases.clone(),
+            weights_sha256,
+            tokenizer_sha256: codec.as_ref().and_then(|c| c.fingerprint().map(String::from)),
+        },
+        engine: b.engine.clone(),
+        hspi_version: env!("CARGO_PKG_VERSION").into(),
+        created_unix: unix_now(),
+        pool: PoolInfo {
+            probes: b.pool.probes.len(),
+            hash: b.pool.hash(),
+            max_tokens: 0,
+            top_logprobs: 0,
+        },
+        platforms: Vec::new(),
+        provenance: vec![b.command.to_string()],
+        files: BTreeMap::new(),
+    };
+    finish(b.out, manifest, &sources, &b.pool, lines)
+}
+
+/// What an endpoint is asked with when hspi collects references from it.
+pub fn endpoint_defaults(url: &str, model: &str) -> EndpointOptions {
+    EndpointOptions {
+        url: url.to_string(),
+        api: None,
+        model: model.to_string(),
+        label: None,
+        api_key: None,
+        concurrency: 1,
+        rate_limit: None,
+        timeout: std::time::Duration::from_secs(120),
+        retries: 5,
+        budget: Default::default(),
+        journal: None,
+        text_only: false,
+        allow_model_mismatch: false,
+        strict_openai: false,
+    }
+}
+
+/// The tokens each pool prompt is billed for: counted by hspi's tokenizer and the model's chat
+/// template (checked against the local engine's usage), else the trusted endpoint's usage.
+fn prompt_tokens(b: &PackBuild, codec: Option<&Codec>) -> Result<PromptTokens, AuditError> {
+    let first_refs = std::fs::read_dir(b.out.join(REFERENCES))
+        .map_err(AuditError::io(&b.out.join(REFERENCES)))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .min()
+        .map(Dataset::open)
+        .transpose()?
+        .map(|d| d.records())
+        .transpose()?
+        .unwrap_or_default();
+    let billed: BTreeMap<&str, u64> = first_refs
+        .iter()
+        .filter_map(|r| r.usage.as_ref().map(|u| (r.probe_id.as_str(), u.prompt_tokens)))
+        .collect();
+    let Some(codec) = codec else {
+        let url = b.endpoints.first().map_or("", |o| o.url.as_str());
+        return Ok(PromptTokens {
+            counted_by: format!("the usage reported by the trusted endpoint {url}"),
+            counts: billed.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        });
+    };
+    let mut counts = BTreeMap::new();
+    for p in &b.pool.probes {
+        let ProbeInput::Prompt { text, .. } = &p.input else {
+            continue;
+        };
+        let n = codec.chat_prompt_tokens(text)? as u64;
+        if let Some(&served) = billed.get(p.id.as_str()) {
+            if served != n && b.endpoints.is_empty() {
+                return Err(AuditError::Usage(format!(
+                    "prompt {}: hspi's tokenizer counts {n} tokens, the local llama-server billed {served}: billing checks would be wrong\nhint: the GGUF's tokenizer or chat template is one hspi does not reproduce",
+                    p.id
+                )));
+            }
+        }
+        counts.insert(p.id.clone(), n);
+    }
+    Ok(PromptTokens {
+        counted_by: format!(
+            "hspi's tokenizer (vocabulary sha256 {}) with the model's chat template, equal to llama-server's usage on every pool prompt",
+            &codec.fingerprint().unwrap_or("?")[..12]
+        ),
+        counts,
+    })
+}
+
+/// Train the classifier over every reference (and repeats), list the platforms, and seal.
+fn finish(
+    dir: &Path,
+    mut manifest: PackManifest,
+    sources: &BTreeMap<String, String>,
+    pool: &ProbeSet,
+    lines: &Lines,
+) -> Result<Pack, AuditError> {
+    let subdirs = |sub: &str| -> Result<Vec<PathBuf>, AuditError> {
+        let root = dir.join(sub);
+        if !root.exists() {
+            return Ok(Vec::new());
+        }
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
+            .map_err(AuditError::io(&root))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        Ok(v)
+    };
+    let references = subdirs(REFERENCES)?;
+    let repeats = subdirs(REPEATS)?;
+    let trained = train_on_shared_probes(TrainOptions {
+        datasets: &references,
+        out: &dir.join(CLASSIFIER),
+        features: None,
+        references: &[],
+        reference_platforms: None,
+        params: TrainParams::default(),
+        repeats: &repeats,
+    })?;
+    (lines.status)(&trained.summary);
+    let in_pool: HashSet<&str> = pool.probes.iter().map(|p| p.id.as_str()).collect();
+    let mut platforms: BTreeMap<String, PackPlatform> = BTreeMap::new();
+    for d in &references {
+        let records: Vec<Record> = Dataset::open(d)?.records()?;
+        let rel = format!(
+            "{REFERENCES}/{}",
+            d.file_name().unwrap_or_default().to_string_lossy()
+        );
+        for r in &records {
+            let Some(p) = &r.platform else { continue };
+            let name = p.to_string();
+            let entry = platforms.entry(name.clone()).or_insert_with(|| PackPlatform {
+                platform: name.clone(),
+                source: sources.get(&name).cloned().unwrap_or_default(),
+                probes: 0,
+                datasets: Vec::new(),
+                deterministic: trained
+                    .model
+                    .classes
+                    .iter()
+                    .find(|c| c.members.contains(p))
+                    .and_then(|c| c.repeats)
+                    .map(|r| r.deterministic()),
+            });
+            if in_pool.contains(r.probe_id.as_str()) {
+                entry.probes += 1;
+            }
+            if !entry.datasets.contains(&rel) {
+                entry.datasets.push(rel.clone());
+            }
+        }
+    }
+    let prompt = pool.probes.iter().find_map(|p| match &p.input {
+        ProbeInput::Prompt { params, .. } => Some(params.clone()),
+        _ => None,
+    });
+    if let Some(p) = prompt {
+        manifest.pool.max_tokens = p.max_tokens;
+        manifest.pool.top_logprobs = p.top_logprobs;
+    }
+    manifest.platforms = platforms.into_values().collect();
+    Ok(seal(dir, manifest)?)
+}
+
+/// Add datasets collected elsewhere (a GPU host, a Slurm shard, the atlas) to the pack in
+/// `dir`: each must be of the pack's model, labelled, and share prompts with the pool. The
+/// pack is rebuilt beside it and swapped in only once sealed.
+pub fn merge_into_pack(
+    dir: &Path,
+    datasets: &[PathBuf],
+    repeats: &[PathBuf],
+    command: &str,
+    lines: &Lines,
+) -> Result<Pack, AuditError> {
+    let pack = Pack::open(dir)?;
+    let pool = hspi_probe::read_probe_set(&pack.pool_path())?;
+    let in_pool: HashSet<&str> = pool.probes.iter().map(|p| p.id.as_str()).collect();
+    let work = dir.with_extension("merging");
+    let _ = std::fs::remove_dir_all(&work);
+    copy_tree(dir, &work, &|_| false)?;
+    let mut sources: BTreeMap<String, String> = pack
+        .manifest
+        .platforms
+        .iter()
+        .map(|p| (p.platform.clone(), p.source.clone()))
+        .collect();
+    let skip = |p: &Path| {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        name == "journal.jsonl" || name.starts_with("audit.")
+    };
+    for (sub, list) in [(REFERENCES, datasets), (REPEATS, repeats)] {
+        for d in list {
+            let data = Dataset::open(d)?;
+            let model = &data.manifest.model.id;
+            if model != &pack.manifest.model.id {
+                return Err(PackError::OtherModel {
+                    pack: dir.to_path_buf(),
+                    pack_model: pack.manifest.model.id.clone(),
+                    asked: format!("{model} (the model of {})", d.display()),
+                }
+                .into());
+            }
+            let records = data.records()?;
+            if let Some(r) = records.iter().find(|r| r.platform.is_none()) {
+                return Err(AuditError::Usage(format!(
+                    "{}: the answer to probe {} carries no platform label: a reference must say what produced it\nhint: collect with --label PLATFORM",
+                    d.display(),
+                    r.probe_id
+                )));
+            }
+            let shared = records
+                .iter()
+                .filter(|r| in_pool.contains(r.probe_id.as_str()))
+                .count();
+            if shared == 0 {
+                return Err(AuditError::Usage(format!(
+                    "{} shares no prompt with the pack's pool ({} prompts): its answers could never be compared",
+                    d.display(),
+                    pool.probes.len()
+                )));
+            }
+            let platform = records[0].platform_key();
+            (lines.status)(&format!(
+                "{}: {shared} of its {} answers are to pool prompts ({platform})",
+                d.display(),
+                records.len()
+            ));
+            copy_tree(d, &free_dir(&work.join(sub), &platform), &skip)?;
+            sources
+                .entry(platform)
+                .or_insert_with(|| format!("merged from {}", d.display()));
+        }
+    }
+    let _ = std::fs::remove_file(work.join(hspi_pack::MANIFEST));
+    let mut manifest = pack.manifest.clone();
+    manifest.provenance.push(command.to_string());
+    manifest.created_unix = unix_now();
+    finish(&work, manifest, &sources, &pool, lines)?;
+    let old = dir.with_extension("replaced");
+    let _ = std::fs::remove_dir_all(&old);
+    std::fs::rename(dir, &old).map_err(AuditError::io(dir))?;
+    std::fs::rename(&work, dir).map_err(AuditError::io(dir))?;
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(Pack::open(dir)?)
+}

@@ -144,7 +144,12 @@ pub fn billing(records: &[Record], counts: Option<&PromptTokens>) -> ContractChe
     } else {
         CheckStatus::Pass
     };
-    check("billing", status, format!("{prompt}; {completion}"), evidence)
+    check(
+        "billing",
+        status,
+        format!("{prompt}; {completion}"),
+        evidence,
+    )
 }
 
 fn pct_over(billed: u64, counted: u64) -> f64 {
@@ -209,7 +214,9 @@ pub fn parameters(records: &[Record], probes: &ProbeSet, repeat: Option<&Repeat>
     }
     let n = records.len();
     if top_off > 0 {
-        found.push(format!("top_logprobs not honoured on {top_off} of {n} answers"));
+        found.push(format!(
+            "top_logprobs not honoured on {top_off} of {n} answers"
+        ));
     }
     if no_logprobs > 0 {
         found.push(format!(

@@ -81,26 +81,22 @@ pub fn verify_endpoint(
     let budget = session.budget.clone();
     let mut queries = 0;
     let mut shown = Presentation::Exact;
-    let outcome = run_audit(
-        s.verifier()?,
-        &mut Endpoint(session),
-        &mut |record, v| {
-            queries += 1;
-            if v.presentation() != shown {
-                shown = v.presentation();
-                (lines.status)(&presentation_warning(shown));
-            }
-            let verdict = v.verdict().map(|v| format!(" ({})", v.name()));
-            (lines.status)(&format!(
-                "query {queries}: probe {} → llr {:+.2}{}; spent {}",
-                short_id(&record.probe_id),
-                v.current_llr(),
-                verdict.unwrap_or_default(),
-                budget.spent()
-            ));
-            Ok(())
-        },
-    )?;
+    let outcome = run_audit(s.verifier()?, &mut Endpoint(session), &mut |record, v| {
+        queries += 1;
+        if v.presentation() != shown {
+            shown = v.presentation();
+            (lines.status)(&presentation_warning(shown));
+        }
+        let verdict = v.verdict().map(|v| format!(" ({})", v.name()));
+        (lines.status)(&format!(
+            "query {queries}: probe {} → llr {:+.2}{}; spent {}",
+            short_id(&record.probe_id),
+            v.current_llr(),
+            verdict.unwrap_or_default(),
+            budget.spent()
+        ));
+        Ok(())
+    })?;
     for (probe, why) in &outcome.unanswered {
         (lines.status)(&format!(
             "probe {} unanswered, skipped (counted apart from the verdict): {why}",
@@ -150,12 +146,7 @@ pub(crate) fn audit_report(s: &VerifySetup, v: Verified, dataset: &std::path::Pa
     let refs: Vec<&Record> = v.records.iter().collect();
     let identification = s.model.identify(&refs, &s.references);
     let ctx = s.context(v.subject, v.spent);
-    Report::from_audit(
-        ctx,
-        v.report,
-        identification,
-        dataset.display().to_string(),
-    )
+    Report::from_audit(ctx, v.report, identification, dataset.display().to_string())
 }
 
 /// Write audit.json, audit.md and audit.html into `out` (the answers' dataset).

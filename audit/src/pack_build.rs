@@ -107,13 +107,23 @@ fn collect_platform(
         b.pool.probes.len(),
         o.url
     ));
-    collect_into(o, &b.pool, &free_dir(&b.out.join(REFERENCES), &label), b.command)?;
+    collect_into(
+        o,
+        &b.pool,
+        &free_dir(&b.out.join(REFERENCES), &label),
+        b.command,
+    )?;
     if b.repeats > 0 {
         let first = ProbeSet {
             probes: b.pool.probes.iter().take(b.repeats).cloned().collect(),
             ..b.pool.clone()
         };
-        collect_into(o, &first, &free_dir(&b.out.join(REPEATS), &label), b.command)?;
+        collect_into(
+            o,
+            &first,
+            &free_dir(&b.out.join(REPEATS), &label),
+            b.command,
+        )?;
     }
     sources.insert(label, source);
     Ok(())
@@ -126,7 +136,12 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
             "nothing to build references from: give --formats (run llama.cpp here) or --reference-endpoint URL --label PLATFORM".into(),
         ));
     }
-    if b.out.exists() && std::fs::read_dir(b.out).map_err(AuditError::io(b.out))?.next().is_some() {
+    if b.out.exists()
+        && std::fs::read_dir(b.out)
+            .map_err(AuditError::io(b.out))?
+            .next()
+            .is_some()
+    {
         if !b.force {
             return Err(AuditError::Usage(format!(
                 "{} already exists\nhint: pass --force to replace it, or `hspi pack merge {0} DATASETS` to add platforms",
@@ -175,7 +190,13 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
         }
     }
     for o in &b.endpoints {
-        collect_platform(&b, o, &mut sources, format!("trusted endpoint {}", o.url), lines)?;
+        collect_platform(
+            &b,
+            o,
+            &mut sources,
+            format!("trusted endpoint {}", o.url),
+            lines,
+        )?;
     }
     let counts = prompt_tokens(&b, codec.as_ref())?;
     let tokens_path = b.out.join(PROMPT_TOKENS);
@@ -192,7 +213,9 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
             id: b.model.clone(),
             aliases: b.aliases.clone(),
             weights_sha256,
-            tokenizer_sha256: codec.as_ref().and_then(|c| c.fingerprint().map(String::from)),
+            tokenizer_sha256: codec
+                .as_ref()
+                .and_then(|c| c.fingerprint().map(String::from)),
         },
         engine: b.engine.clone(),
         hspi_version: env!("CARGO_PKG_VERSION").into(),
@@ -244,7 +267,11 @@ fn prompt_tokens(b: &PackBuild, codec: Option<&Codec>) -> Result<PromptTokens, A
         .unwrap_or_default();
     let billed: BTreeMap<&str, u64> = first_refs
         .iter()
-        .filter_map(|r| r.usage.as_ref().map(|u| (r.probe_id.as_str(), u.prompt_tokens)))
+        .filter_map(|r| {
+            r.usage
+                .as_ref()
+                .map(|u| (r.probe_id.as_str(), u.prompt_tokens))
+        })
         .collect();
     let Some(codec) = codec else {
         let url = b.endpoints.first().map_or("", |o| o.url.as_str());
@@ -301,6 +328,13 @@ fn finish(
     };
     let references = subdirs(REFERENCES)?;
     let repeats = subdirs(REPEATS)?;
+    if sources.len() < 2 {
+        return Err(AuditError::Usage(format!(
+            "{}: references of {} platform only: a verdict weighs the claim against alternatives\nhint: add --formats (llama.cpp here) or another --reference-endpoint URL --label PLATFORM (e.g. the same API at another precision)",
+            dir.display(),
+            sources.len()
+        )));
+    }
     let trained = train_on_shared_probes(TrainOptions {
         datasets: &references,
         out: &dir.join(CLASSIFIER),
@@ -322,19 +356,21 @@ fn finish(
         for r in &records {
             let Some(p) = &r.platform else { continue };
             let name = p.to_string();
-            let entry = platforms.entry(name.clone()).or_insert_with(|| PackPlatform {
-                platform: name.clone(),
-                source: sources.get(&name).cloned().unwrap_or_default(),
-                probes: 0,
-                datasets: Vec::new(),
-                deterministic: trained
-                    .model
-                    .classes
-                    .iter()
-                    .find(|c| c.members.contains(p))
-                    .and_then(|c| c.repeats)
-                    .map(|r| r.deterministic()),
-            });
+            let entry = platforms
+                .entry(name.clone())
+                .or_insert_with(|| PackPlatform {
+                    platform: name.clone(),
+                    source: sources.get(&name).cloned().unwrap_or_default(),
+                    probes: 0,
+                    datasets: Vec::new(),
+                    deterministic: trained
+                        .model
+                        .classes
+                        .iter()
+                        .find(|c| c.members.contains(p))
+                        .and_then(|c| c.repeats)
+                        .map(|r| r.deterministic()),
+                });
             if in_pool.contains(r.probe_id.as_str()) {
                 entry.probes += 1;
             }

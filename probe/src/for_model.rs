@@ -90,7 +90,11 @@ pub fn stress_for(id: ModelId, count: usize, seed: u64) -> Result<ProbeSet, Prob
 
 /// An audit pool: the prompts of several probe-set files (each once, in order), or `count`
 /// generated prompts of 8 tokens with 5 logprob alternatives when no file is given.
-pub fn union_of(files: &[std::path::PathBuf], count: usize, seed: u64) -> Result<ProbeSet, ProbeError> {
+pub fn union_of(
+    files: &[std::path::PathBuf],
+    count: usize,
+    seed: u64,
+) -> Result<ProbeSet, ProbeError> {
     if files.is_empty() {
         return prompts_for(&count.to_string(), seed, 8, 5);
     }

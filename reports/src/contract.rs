@@ -85,7 +85,11 @@ pub fn html(checks: &[ContractCheck], escape: &dyn Fn(&str) -> String) -> String
             .collect();
         s.push_str(&format!(
             "<tr class=\"{}\"><td>{}</td><td><b>{}</b></td><td>{}<ul>{evidence}</ul></td></tr>",
-            if c.status == CheckStatus::Fail { "fail" } else { "" },
+            if c.status == CheckStatus::Fail {
+                "fail"
+            } else {
+                ""
+            },
             escape(&c.name),
             c.status.name(),
             escape(&c.detail)

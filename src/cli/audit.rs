@@ -47,8 +47,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             (None, "") => anyhow::bail!("hspi audit needs --pack DIR, --model NAME (to use its installed pack), or --classifier FILE --references DIRS"),
             (None, m) => hspi_pack::find_installed(&hspi_collect::zoo::cache_dir(), m)?,
         };
-        let model = if t.model.is_empty() { &pack.manifest.model.id } else { &t.model };
-        let out = t.out.clone().unwrap_or_else(|| format!("hspi-audit-{}", unix_now()).into());
+        let model = if t.model.is_empty() {
+            &pack.manifest.model.id
+        } else {
+            &t.model
+        };
+        let out = t
+            .out
+            .clone()
+            .unwrap_or_else(|| format!("hspi-audit-{}", unix_now()).into());
         let audit = PackAudit {
             pack: &pack,
             claim: &a.verify.claim,
@@ -62,7 +69,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         audit_with_pack(audit, &printer::lines())?
     };
-    let render = if t.json { hspi_reports::json::render } else { hspi_reports::markdown::render };
+    let render = if t.json {
+        hspi_reports::json::render
+    } else {
+        hspi_reports::markdown::render
+    };
     printer::data(&render(&report));
     Ok(ExitCode::from(report.exit_code()))
 }

@@ -121,7 +121,13 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             pack,
             datasets,
             repeats,
-        } => merge_into_pack(&pack, &datasets, &repeats, &command_line(), &printer::lines())?,
+        } => merge_into_pack(
+            &pack,
+            &datasets,
+            &repeats,
+            &command_line(),
+            &printer::lines(),
+        )?,
         Command::Verify { pack } => hspi_pack::Pack::open(&pack)?,
         Command::Install { pack } => hspi_pack::install(&pack, &cache_dir())?,
         Command::List => {

@@ -1,0 +1,319 @@
+//! Audit packs end to end: the shipped SmolLM2 pack checked and installed, one-command audits of
+//! real llama-servers (a Q8_0 provider claiming F16 is caught, an F16 one passes, two audits draw
+//! different prompts), a pack whose references come from a trusted llama-server, the API
+//! contract lines (billing, parameters, transport) through proxies that break one rule each,
+//! and refusals (an altered byte, another model).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::llama::start;
+use common::proxy::Proxy;
+use common::*;
+
+const CLAIM: &str = "*/llamacpp/f16/*";
+
+fn shipped() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/smollm2-llamacpp")
+}
+
+/// `hspi audit --pack` against `base`'s chat endpoint; the report as JSON and the exit code.
+fn audit(pack: &Path, base: &str, out: &Path, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let url = format!("{base}/v1/chat/completions");
+    let mut args = vec![
+        "audit",
+        "--endpoint",
+        &url,
+        "--pack",
+        pack.to_str().unwrap(),
+        "--claim",
+        CLAIM,
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+        "--retries",
+        "8",
+    ];
+    args.extend_from_slice(extra);
+    let r = run(&args);
+    let report = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{}\n{}", r.stdout, r.stderr));
+    (r.code, report, r.stderr)
+}
+
+fn format_verdict(report: &serde_json::Value) -> String {
+    report["evidence"]["verification"]["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["dimension"] == "format")
+        .map(|d| d["status"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no format dimension: {report}"))
+}
+
+fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["contract"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} line: {report}"))
+}
+
+fn drawn(report: &serde_json::Value) -> Vec<String> {
+    serde_json::from_value(report["draw"]["probes"].clone()).unwrap()
+}
+
+/// The provider's verdicts with one pack: Q8_0 caught naming q8_0 within 64 output tokens,
+/// F16 consistent; every contract line passes on an honest llama-server.
+fn provider_verdicts(pack: &Path, q8: &str, f16: &str, tmp: &Path, name: &str) {
+    let (code, r, err) = audit(pack, q8, &tmp.join(format!("{name}-q8")), &[]);
+    assert_eq!(code, 1, "{name}: Q8_0 claimed as F16 is a mismatch: {err}");
+    assert_eq!(format_verdict(&r), "mismatch", "{name}: {r}");
+    let verdict = r["evidence"]["verification"]["verdict"].to_string();
+    assert!(verdict.contains("q8_0"), "{name}: names q8_0: {verdict}");
+    assert!(
+        r["spent"]["output_tokens"].as_u64().unwrap() <= 64,
+        "{name}"
+    );
+    let (code, r, err) = audit(pack, f16, &tmp.join(format!("{name}-f16")), &[]);
+    assert_eq!(code, 0, "{name}: honest F16 is consistent: {err}");
+    for line in ["billing", "parameters", "transport"] {
+        assert_eq!(check(&r, line)["status"], "pass", "{name}: {line}: {r}");
+    }
+}
+
+#[test]
+fn one_command_audits_with_a_pack_decide_the_claim_and_check_the_contract() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = shipped();
+    ok(&["pack", "verify", pack.to_str().unwrap()]);
+    let (q8, f16) = (start("avx2", "Q8_0"), start("avx2", "F16"));
+    provider_verdicts(&pack, &q8.url, &f16.url, tmp.path(), "shipped");
+
+    // Two audits draw different prompts from the pool.
+    let (_, a, _) = audit(&pack, &f16.url, &tmp.path().join("draw-a"), &[]);
+    let (_, b, _) = audit(&pack, &f16.url, &tmp.path().join("draw-b"), &[]);
+    assert_ne!(drawn(&a), drawn(&b), "every audit draws afresh");
+    assert_eq!(a["draw"]["pool"], 108);
+
+    // A proxy billing 10 % more prompt tokens than the prompt has: the billing line says so.
+    let overbill = Proxy::start(
+        &f16.url,
+        Box::new(|_, v| {
+            if let Some(n) = v["usage"]["prompt_tokens"].as_u64() {
+                v["usage"]["prompt_tokens"] = serde_json::json!((n as f64 * 1.1).round() as u64);
+            }
+            None
+        }),
+    );
+    let (code, r, _) = audit(&pack, &overbill.url, &tmp.path().join("overbill"), &[]);
+    assert_eq!(code, 0, "billing is apart from the verdict: {r}");
+    let billing = check(&r, "billing");
+    assert_eq!(billing["status"], "fail", "{billing}");
+    assert!(
+        billing["detail"].as_str().unwrap().contains("+10"),
+        "{billing}"
+    );
+
+    // A proxy ignoring top_logprobs (one alternative per token): the parameter line says so.
+    let one_alternative = Proxy::start(
+        &f16.url,
+        Box::new(|_, v| {
+            for c in v["choices"].as_array_mut().into_iter().flatten() {
+                for t in c["logprobs"]["content"]
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(top) = t["top_logprobs"].as_array_mut() {
+                        top.truncate(1);
+                    }
+                }
+            }
+            None
+        }),
+    );
+    let (_, r, _) = audit(&pack, &one_alternative.url, &tmp.path().join("top1"), &[]);
+    let params = check(&r, "parameters");
+    assert_eq!(params["status"], "fail", "{params}");
+    assert!(
+        params["detail"].as_str().unwrap().contains("top_logprobs"),
+        "{params}"
+    );
+
+    // A proxy failing one request in five with 503: the verdict is unchanged, failures counted.
+    let flaky = Proxy::start(
+        &q8.url,
+        Box::new(|n, v| (v.is_null() && n % 5 == 2).then_some(503)),
+    );
+    let (code, r, err) = audit(&pack, &flaky.url, &tmp.path().join("flaky"), &[]);
+    assert_eq!(code, 1, "still a mismatch: {err}");
+    assert_eq!(format_verdict(&r), "mismatch");
+    let transport = check(&r, "transport");
+    assert_eq!(transport["status"], "fail", "{transport}");
+    assert!(
+        transport["detail"].as_str().unwrap().contains("5xx"),
+        "{transport}"
+    );
+
+    // A pack whose references come from a second llama-server, trusted, gives the same verdicts.
+    let trusted: Vec<_> = ["F32", "F16", "Q8_0", "Q4_0"]
+        .iter()
+        .map(|q| (q.to_lowercase(), start("avx2", q)))
+        .collect();
+    let endpoint_pack = tmp.path().join("endpoint-pack");
+    let mut args = vec![
+        "pack".to_string(),
+        "build".into(),
+        "--model".into(),
+        "smollm2".into(),
+        "--count".into(),
+        "32".into(),
+        "--out".into(),
+        endpoint_pack.display().to_string(),
+    ];
+    for (format, server) in &trusted {
+        args.extend([
+            "--reference-endpoint".into(),
+            format!("{}/v1/chat/completions", server.url),
+            "--label".into(),
+            format!("remote-trusted/llamacpp-11434/{format}/bs1"),
+        ]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let built = ok(&args);
+    assert!(
+        built.stdout.contains("trusted endpoint"),
+        "{}",
+        built.stdout
+    );
+    provider_verdicts(&endpoint_pack, &q8.url, &f16.url, tmp.path(), "trusted");
+}
+
+#[test]
+fn an_altered_pack_and_a_pack_for_another_model_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("pack");
+    hspi_pack::copy_tree(&shipped(), &copy, &|_| false).unwrap();
+    let records = std::fs::read_dir(copy.join("references"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("records"))
+        .find(|p| p.exists())
+        .unwrap();
+    let shard = std::fs::read_dir(&records)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&shard, bytes).unwrap();
+    let name = shard
+        .strip_prefix(&copy)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let r = run(&["pack", "verify", copy.to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(&name), "names {name}: {}", r.stderr);
+    // The audit refuses it before any request.
+    let r = run(&[
+        "audit",
+        "--endpoint",
+        "http://127.0.0.1:9/v1/chat/completions",
+        "--pack",
+        copy.to_str().unwrap(),
+        "--claim",
+        CLAIM,
+        "--out",
+        tmp.path().join("a").to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(&name), "{}", r.stderr);
+
+    let r = run(&[
+        "audit",
+        "--endpoint",
+        "http://127.0.0.1:9/v1/chat/completions",
+        "--pack",
+        shipped().to_str().unwrap(),
+        "--model",
+        "tinyllama-1.1b",
+        "--claim",
+        CLAIM,
+        "--out",
+        tmp.path().join("b").to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("smollm2") && r.stderr.contains("tinyllama-1.1b"),
+        "names both models: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_installed_pack_is_listed_and_found_by_model() {
+    let cache = tempfile::tempdir().unwrap();
+    let hspi_in = |args: &[&str]| {
+        let out = hspi()
+            .env("HSPI_CACHE", cache.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, _) = hspi_in(&["pack", "list"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("no packs installed"), "{out}");
+    let (code, _, err) = hspi_in(&["pack", "install", shipped().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = hspi_in(&["pack", "list"]);
+    assert!(
+        out.contains("smollm2-llamacpp") && out.contains("cpu-avx512/llamacpp-11434/q8_0/bs1"),
+        "{out}"
+    );
+    // --model finds it; the endpoint is down, so the audit fails on transport, not on the pack.
+    let (code, _, err) = hspi_in(&[
+        "audit",
+        "--endpoint",
+        "http://127.0.0.1:9/v1/chat/completions",
+        "--model",
+        "SmolLM2-135M-Instruct",
+        "--claim",
+        CLAIM,
+        "--retries",
+        "0",
+        "--draw",
+        "2",
+        "--out",
+        cache.path().join("a").to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("smollm2-llamacpp@"),
+        "found the installed pack: {err}"
+    );
+    assert_eq!(
+        code, 3,
+        "no answer: inconclusive, the failures counted: {err}"
+    );
+    let (code, _, err) = hspi_in(&[
+        "audit",
+        "--endpoint",
+        "http://127.0.0.1:9/v1/chat/completions",
+        "--model",
+        "llama-3",
+        "--claim",
+        CLAIM,
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no installed pack for model llama-3"), "{err}");
+}

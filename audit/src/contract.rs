@@ -10,15 +10,13 @@ use hspi_datasets::{short_id, GenerationParams, Outputs, ProbeInput, ProbeSet, R
 use hspi_pack::PromptTokens;
 use hspi_reports::contract::{CheckStatus, ContractCheck};
 
-use crate::endpoint::Verified;
-
 /// Lines of evidence kept per check (the dataset holds every answer).
 const EVIDENCE_LINES: usize = 6;
 
 /// A probe asked a second time with a fresh request, to see whether temperature 0 repeats.
 pub struct Repeat {
     pub first: Record,
-    pub again: Result<Record, String>,
+    pub again: Result<Record, hspi_collect::CollectError>,
     /// Whether the claimed platform's answers repeat bit for bit (else only the text must).
     pub bitwise: bool,
 }
@@ -46,15 +44,19 @@ fn text(r: &Record) -> &str {
     }
 }
 
-/// Transport failures: every failed attempt by cause, and probes given up on.
-pub fn transport(failures: &TransportFailures, v: &Verified) -> ContractCheck {
-    let attempts = v.spent.requests;
-    let evidence = v
-        .unanswered
+/// Transport failures: every failed attempt by cause, and probes given up on, out of
+/// `attempts` requests that brought `answered` answers.
+pub fn transport(
+    failures: &TransportFailures,
+    attempts: u64,
+    unanswered: &[(String, String)],
+    answered: usize,
+) -> ContractCheck {
+    let evidence = unanswered
         .iter()
         .map(|(p, why)| format!("probe {} unanswered: {why}", short_id(p)))
         .collect();
-    if failures.total() == 0 && v.unanswered.is_empty() {
+    if failures.total() == 0 && unanswered.is_empty() {
         return check(
             "transport",
             CheckStatus::Pass,
@@ -68,8 +70,8 @@ pub fn transport(failures: &TransportFailures, v: &Verified) -> ContractCheck {
         format!(
             "{} of {attempts} requests failed ({failures}); {} probes went unanswered after every retry. Failed requests were retried or skipped, never scored: the verdict rests on the {} answers received",
             failures.total(),
-            v.unanswered.len(),
-            v.records.len()
+            unanswered.len(),
+            answered
         ),
         evidence,
     )

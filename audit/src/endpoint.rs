@@ -133,7 +133,12 @@ pub fn audit_endpoint(
 ) -> Result<Report, AuditError> {
     let v = verify_endpoint(s, &mut session, model, lines)?;
     let out = session.out.clone();
-    let transport = crate::contract::transport(&session.failures(), &v);
+    let transport = crate::contract::transport(
+        &session.failures(),
+        v.spent.requests,
+        &v.unanswered,
+        v.records.len(),
+    );
     session.finish()?;
     let report = audit_report(s, v, &out).with_contract(vec![transport], None);
     write_audit(&report, &out, lines)?;

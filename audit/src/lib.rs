@@ -18,8 +18,12 @@ pub use endpoint::{audit_endpoint, verify_endpoint, Verified};
 pub use error::AuditError;
 pub use evaluate::{evaluate_datasets, EvalOptions};
 pub use identify::identify_datasets;
-pub use pack_audit::{audit_with_pack, check_model, PackAudit, DEFAULT_DRAW};
-pub use pack_build::{build_pack, endpoint_defaults, merge_into_pack, work_dir, PackBuild};
+pub use pack_audit::{
+    audit_with_pack, check_model, default_out, open_pack, PackAudit, DEFAULT_DRAW,
+};
+pub use pack_build::{
+    build_pack, endpoint_defaults, merge_into_pack, work_dir, PackBuild, REPEATED_PROMPTS,
+};
 pub use setup::{load_references, repeat_verify_datasets, verify_datasets, VerifySetup};
 pub use train::{train, TrainOptions, Trained};
 

@@ -36,6 +36,20 @@ pub struct PackAudit<'a> {
     pub command: &'a str,
 }
 
+/// The pack at `dir`, else the installed pack for `model`; checked.
+pub fn open_pack(dir: Option<&Path>, model: &str) -> Result<Pack, AuditError> {
+    Ok(match (dir, model) {
+        (Some(dir), _) => Pack::open(dir)?,
+        (None, "") => return Err(AuditError::Usage("hspi audit needs --pack DIR, --model NAME (to use its installed pack), or --classifier FILE --references DIRS".into())),
+        (None, m) => hspi_pack::find_installed(&hspi_collect::zoo::cache_dir(), m)?,
+    })
+}
+
+/// Where an audit keeps its answers when not told: `hspi-audit-UNIXTIME` here.
+pub fn default_out() -> std::path::PathBuf {
+    format!("hspi-audit-{}", hspi_datasets::manifest::unix_now()).into()
+}
+
 /// Refuse a pack made for another model than the one the endpoint is asked for.
 pub fn check_model(pack: &Pack, asked: &str) -> Result<(), PackError> {
     if pack.manifest.model.matches(asked) {
@@ -93,16 +107,19 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
 
     let repeat = v.records.first().map(|first| Repeat {
         first: first.clone(),
-        again: session
-            .ask_again(&first.probe_id)
-            .map_err(|e| e.to_string()),
+        again: session.ask_again(&first.probe_id),
         bitwise: claimed_repeat_bitwise(pack, &setup.claim),
     });
     v.spent.requests = session.budget.spent().requests;
     let contract = vec![
         billing(&v.records, pack.prompt_tokens()?.as_ref()),
         parameters(&v.records, &drawn.probes, repeat.as_ref()),
-        transport(&session.failures(), &v),
+        transport(
+            &session.failures(),
+            v.spent.requests,
+            &v.unanswered,
+            v.records.len(),
+        ),
     ];
     for c in &contract {
         (lines.status)(&format!("{}: {} — {}", c.name, c.status.name(), c.detail));

@@ -26,25 +26,54 @@ pub fn work_dir() -> PathBuf {
     hspi_collect::zoo::cache_dir().join("pack-work")
 }
 
+/// Pool prompts asked again per platform: the classes' determinism flags.
+pub const REPEATED_PROMPTS: usize = 8;
+
 pub struct PackBuild<'a> {
     /// The model id: the name endpoints are asked for and local servers answer to.
     pub model: String,
     pub aliases: Vec<String>,
-    pub engine: String,
     /// Formats to run locally through llama.cpp (F32, F16, Q8_0, Q4_0 …).
     pub formats: Vec<String>,
-    /// The weights the local formats are made from and the tokenizer counts billing with.
+    /// The weights the local formats are made from and the tokenizer counts billing with
+    /// (default for smollm2 with --formats: the packaged file).
     pub gguf: Option<PathBuf>,
-    /// The llama.cpp build (`…/VERSION/VARIANT/bin`).
-    pub llama_bin: PathBuf,
-    /// Trusted endpoints, each with its `label` (the platform it is trusted to run).
-    pub endpoints: Vec<EndpointOptions>,
+    /// The llama.cpp build (`…/VERSION/VARIANT/bin`; default: `.ci/build-llama avx2`'s).
+    pub llama_bin: Option<PathBuf>,
+    /// Trusted endpoints as (URL, the platform it is trusted to run).
+    pub endpoints: Vec<(String, String)>,
+    /// The trusted endpoints' API key.
+    pub api_key: Option<String>,
     pub pool: ProbeSet,
-    /// Pool prompts asked again per platform: the classes' determinism flags.
-    pub repeats: usize,
     pub out: &'a Path,
     pub force: bool,
     pub command: &'a str,
+}
+
+/// The trusted endpoints as collection options (the label parsed).
+fn trusted_endpoints(b: &PackBuild) -> Result<Vec<EndpointOptions>, AuditError> {
+    b.endpoints
+        .iter()
+        .map(|(url, label)| {
+            let mut o = endpoint_defaults(url, &b.model);
+            o.label = Some(label.parse().map_err(hspi_collect::CollectError::from)?);
+            o.api_key.clone_from(&b.api_key);
+            Ok(o)
+        })
+        .collect()
+}
+
+/// The engine family a pack's platforms share (`llamacpp`), else `mixed`.
+fn engine_family(platforms: &[String]) -> String {
+    let engines: HashSet<String> = platforms
+        .iter()
+        .filter_map(|p| p.split('/').nth(1))
+        .map(|e| e.split('-').next().unwrap_or(e).to_string())
+        .collect();
+    match engines.len() {
+        1 => engines.into_iter().next().unwrap_or_default(),
+        _ => "mixed".into(),
+    }
 }
 
 fn slug(platform: &str) -> String {
@@ -113,9 +142,15 @@ fn collect_platform(
         &free_dir(&b.out.join(REFERENCES), &label),
         b.command,
     )?;
-    if b.repeats > 0 {
+    {
         let first = ProbeSet {
-            probes: b.pool.probes.iter().take(b.repeats).cloned().collect(),
+            probes: b
+                .pool
+                .probes
+                .iter()
+                .take(REPEATED_PROMPTS)
+                .cloned()
+                .collect(),
             ..b.pool.clone()
         };
         collect_into(
@@ -129,8 +164,15 @@ fn collect_platform(
     Ok(())
 }
 
-/// Build a pack in `b.out`.
+/// Build a pack in `b.out`; the pack and its summary.
 pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
+    let endpoints = trusted_endpoints(&b)?;
+    let gguf = match (&b.gguf, b.model.as_str()) {
+        (None, "smollm2") if !b.formats.is_empty() => {
+            Some(hspi_collect::zoo::smollm2::weights_path(None)?)
+        }
+        (g, _) => g.clone(),
+    };
     if b.formats.is_empty() && b.endpoints.is_empty() {
         return Err(AuditError::Usage(
             "nothing to build references from: give --formats (run llama.cpp here) or --reference-endpoint URL --label PLATFORM".into(),
@@ -155,16 +197,17 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
     let mut sources = BTreeMap::new();
     let mut weights_sha256 = None;
     let mut codec = None;
-    if let Some(gguf) = &b.gguf {
+    if let Some(gguf) = &gguf {
         let sha = hspi_collect::zoo::sha256_file(gguf)?;
         codec = Some(Codec::from_gguf(gguf)?);
         weights_sha256 = Some(sha);
     }
     if !b.formats.is_empty() {
-        let gguf = b.gguf.as_ref().ok_or_else(|| {
+        let gguf = gguf.as_ref().ok_or_else(|| {
             AuditError::Usage("--formats needs --gguf FILE (the weights to requantise)".into())
         })?;
-        let build = LlamaBuild::at(&b.llama_bin)?;
+        let bin = b.llama_bin.clone().unwrap_or_else(LlamaBuild::default_dir);
+        let build = LlamaBuild::at(&bin)?;
         let sha = weights_sha256.clone().unwrap_or_default();
         let quants = work_dir().join(format!("quants-{}", &sha[..12.min(sha.len())]));
         for format in &b.formats {
@@ -189,7 +232,7 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
             collect_platform(&b, &o, &mut sources, source, lines)?;
         }
     }
-    for o in &b.endpoints {
+    for o in &endpoints {
         collect_platform(
             &b,
             o,
@@ -198,7 +241,7 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
             lines,
         )?;
     }
-    let counts = prompt_tokens(&b, codec.as_ref())?;
+    let counts = prompt_tokens(&b, &endpoints, codec.as_ref())?;
     let tokens_path = b.out.join(PROMPT_TOKENS);
     std::fs::write(
         &tokens_path,
@@ -208,7 +251,11 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
     let manifest = PackManifest {
         schema: SCHEMA,
         id: String::new(),
-        name: format!("{}-{}", b.model.to_ascii_lowercase(), b.engine),
+        name: format!(
+            "{}-{}",
+            b.model.to_ascii_lowercase(),
+            engine_family(&sources.keys().cloned().collect::<Vec<_>>())
+        ),
         model: PackModel {
             id: b.model.clone(),
             aliases: b.aliases.clone(),
@@ -217,7 +264,7 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
                 .as_ref()
                 .and_then(|c| c.fingerprint().map(String::from)),
         },
-        engine: b.engine.clone(),
+        engine: engine_family(&sources.keys().cloned().collect::<Vec<_>>()),
         hspi_version: env!("CARGO_PKG_VERSION").into(),
         created_unix: unix_now(),
         pool: PoolInfo {
@@ -255,7 +302,11 @@ pub fn endpoint_defaults(url: &str, model: &str) -> EndpointOptions {
 
 /// The tokens each pool prompt is billed for: counted by hspi's tokenizer and the model's chat
 /// template (checked against the local engine's usage), else the trusted endpoint's usage.
-fn prompt_tokens(b: &PackBuild, codec: Option<&Codec>) -> Result<PromptTokens, AuditError> {
+fn prompt_tokens(
+    b: &PackBuild,
+    endpoints: &[EndpointOptions],
+    codec: Option<&Codec>,
+) -> Result<PromptTokens, AuditError> {
     let first_refs = std::fs::read_dir(b.out.join(REFERENCES))
         .map_err(AuditError::io(&b.out.join(REFERENCES)))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -274,7 +325,7 @@ fn prompt_tokens(b: &PackBuild, codec: Option<&Codec>) -> Result<PromptTokens, A
         })
         .collect();
     let Some(codec) = codec else {
-        let url = b.endpoints.first().map_or("", |o| o.url.as_str());
+        let url = endpoints.first().map_or("", |o| o.url.as_str());
         return Ok(PromptTokens {
             counted_by: format!("the usage reported by the trusted endpoint {url}"),
             counts: billed.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
@@ -287,7 +338,7 @@ fn prompt_tokens(b: &PackBuild, codec: Option<&Codec>) -> Result<PromptTokens, A
         };
         let n = codec.chat_prompt_tokens(text)? as u64;
         if let Some(&served) = billed.get(p.id.as_str()) {
-            if served != n && b.endpoints.is_empty() {
+            if served != n && endpoints.is_empty() {
                 return Err(AuditError::Usage(format!(
                     "prompt {}: hspi's tokenizer counts {n} tokens, the local llama-server billed {served}: billing checks would be wrong\nhint: the GGUF's tokenizer or chat template is one hspi does not reproduce",
                     p.id

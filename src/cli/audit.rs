@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hspi_audit::{audit_endpoint, audit_with_pack, PackAudit};
-use hspi_datasets::{manifest::unix_now, OpenMode};
+use hspi_datasets::OpenMode;
 
 use super::collect::command_line;
 use super::collect_http::open_endpoint;
@@ -42,20 +42,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let session = open_endpoint(&t.collect_args()?)?;
         audit_endpoint(&a.verify.setup()?, session, &t.model, &printer::lines())?
     } else {
-        let pack = match (&a.pack, t.model.as_str()) {
-            (Some(dir), _) => hspi_pack::Pack::open(dir)?,
-            (None, "") => anyhow::bail!("hspi audit needs --pack DIR, --model NAME (to use its installed pack), or --classifier FILE --references DIRS"),
-            (None, m) => hspi_pack::find_installed(&hspi_collect::zoo::cache_dir(), m)?,
-        };
+        let pack = hspi_audit::open_pack(a.pack.as_deref(), &t.model)?;
         let model = if t.model.is_empty() {
             &pack.manifest.model.id
         } else {
             &t.model
         };
-        let out = t
-            .out
-            .clone()
-            .unwrap_or_else(|| format!("hspi-audit-{}", unix_now()).into());
+        let out = t.out.clone().unwrap_or_else(hspi_audit::default_out);
         let audit = PackAudit {
             pack: &pack,
             claim: &a.verify.claim,

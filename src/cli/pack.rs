@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use hspi_audit::{build_pack, endpoint_defaults, merge_into_pack, PackBuild};
-use hspi_collect::{llama::LlamaBuild, zoo::cache_dir};
+use hspi_audit::{build_pack, merge_into_pack, PackBuild};
+use hspi_collect::zoo::cache_dir;
 
 use super::collect::command_line;
 use crate::printer;
@@ -38,8 +38,6 @@ pub struct BuildArgs {
     /// Other names providers serve the model under.
     #[arg(long)]
     alias: Vec<String>,
-    #[arg(long, default_value = "llamacpp")]
-    engine: String,
     /// Formats to run here through llama.cpp (made from --gguf by llama-quantize).
     #[arg(long, value_delimiter = ',')]
     formats: Vec<String>,
@@ -65,9 +63,6 @@ pub struct BuildArgs {
     count: usize,
     #[arg(long, default_value_t = 11)]
     seed: u64,
-    /// Pool prompts asked again per platform (determinism flags).
-    #[arg(long, default_value_t = 8)]
-    repeats: usize,
     #[arg(long)]
     out: PathBuf,
     #[arg(long)]
@@ -76,34 +71,18 @@ pub struct BuildArgs {
 
 fn build(a: BuildArgs) -> anyhow::Result<()> {
     if a.label.len() != a.reference_endpoint.len() {
-        anyhow::bail!("each --reference-endpoint needs its --label PLATFORM (what it runs), in the same order");
+        anyhow::bail!("each --reference-endpoint needs its --label PLATFORM, in the same order");
     }
-    let key = super::collect_http::api_key(&a.api_key_env)?;
-    let mut endpoints = Vec::new();
-    for (url, label) in a.reference_endpoint.iter().zip(&a.label) {
-        let mut o = endpoint_defaults(url, &a.model);
-        o.label = Some(label.parse()?);
-        o.api_key.clone_from(&key);
-        endpoints.push(o);
-    }
-    let gguf = match (&a.gguf, a.model.as_str()) {
-        (None, "smollm2") if !a.formats.is_empty() => {
-            Some(hspi_collect::zoo::smollm2::weights_path(None)?)
-        }
-        (g, _) => g.clone(),
-    };
-    let pool = hspi_probe::union_of(&a.pool, a.count, a.seed)?;
     let pack = build_pack(
         PackBuild {
             model: a.model,
             aliases: a.alias,
-            engine: a.engine,
             formats: a.formats,
-            gguf,
-            llama_bin: a.llama_bin.unwrap_or_else(LlamaBuild::default_dir),
-            endpoints,
-            pool,
-            repeats: a.repeats,
+            gguf: a.gguf,
+            llama_bin: a.llama_bin,
+            endpoints: a.reference_endpoint.into_iter().zip(a.label).collect(),
+            api_key: super::collect_http::api_key(&a.api_key_env)?,
+            pool: hspi_probe::union_of(&a.pool, a.count, a.seed)?,
             out: &a.out,
             force: a.force,
             command: &command_line(),

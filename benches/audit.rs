@@ -7,7 +7,9 @@
 //!     same llama-server;
 //!  3. training: hspi's classifier against scikit-learn's LogisticRegression on the same features;
 //!  4. per evidence mode (exact, rounded to fp16 or 4 decimals, text only): requests and output
-//!     tokens to a verdict when F16 is claimed and Q8_0 or Q4_0 served.
+//!     tokens to a verdict when F16 is claimed and Q8_0 or Q4_0 served;
+//!  5. the one-command audit (`hspi audit --pack`, the shipped SmolLM2 pack) on loopback: wall
+//!     time of the whole command (pack check, draw, queries, contract checks, report files).
 //!
 //! Border-probe time per EQC pair has its own bench: `cargo bench -p hspi-collect --bench border_pair`.
 
@@ -57,6 +59,31 @@ fn collect(url: &str, quant: &str, probes: &Path, out: &Path) -> f64 {
         "--force",
     ]);
     started.elapsed().as_secs_f64()
+}
+
+/// Wall time of five one-command audits of `base` with the shipped pack, each a fresh draw.
+fn pack_audit_seconds(base: &str, tmp: &Path) -> Vec<f64> {
+    let pack = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/smollm2-llamacpp");
+    let url = format!("{base}/v1/chat/completions");
+    (0..5)
+        .map(|i| {
+            let out = tmp.join(format!("pack-audit-{i}"));
+            let started = Instant::now();
+            let r = common::run(&[
+                "audit",
+                "--endpoint",
+                &url,
+                "--pack",
+                pack.to_str().unwrap(),
+                "--claim",
+                "*/llamacpp/f16/*",
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+            started.elapsed().as_secs_f64()
+        })
+        .collect()
 }
 
 /// The same requests as a collection, sent by a bare client (bodies read from its journal).
@@ -149,6 +176,7 @@ fn main() {
 
     let (mut train_dirs, mut test_dirs) = (Vec::<PathBuf>::new(), Vec::<PathBuf>::new());
     let (mut hspi_s, mut bare_s) = (Vec::new(), Vec::new());
+    let mut pack_audits = Vec::new();
     for q in FORMATS {
         let server = start("avx2", q);
         let url = format!("{}/v1/chat/completions", server.url);
@@ -162,6 +190,9 @@ fn main() {
         }
         hspi_s.push(best.0);
         bare_s.push(best.1);
+        if q == "F16" || q == "Q8_0" {
+            pack_audits.push((q, pack_audit_seconds(&server.url, t)));
+        }
         train_dirs.push(t.join(format!("train-{q}")));
         test_dirs.push(test);
     }
@@ -344,6 +375,16 @@ print(json.dumps({"seconds": secs, "accuracy": float((grid.predict(te[:, 1:]) ==
             "| evidence mode {shown}, F16 claimed, {q} served | {mean:.1} tokens mean, {max} max, {queries:.1} requests mean ({right}/{TRIALS} right) | | |"
         );
     }
+    for (q, secs) in &pack_audits {
+        let mut sorted = secs.clone();
+        sorted.sort_by(f64::total_cmp);
+        println!(
+            "| one-command audit (`hspi audit --pack`), F16 claimed, {q} served, loopback | {:.2} s median, {:.2} s best of {} | | |",
+            sorted[sorted.len() / 2],
+            sorted[0],
+            sorted.len()
+        );
+    }
     println!(
         "| collector wall time, 4 x 40 prompts | {:.2} s | bare client {:.2} s | {overhead:.3} |",
         hspi_s.iter().sum::<f64>(),
@@ -368,6 +409,7 @@ print(json.dumps({"seconds": secs, "accuracy": float((grid.predict(te[:, 1:]) ==
                 "shown": shown.to_string(), "served": q, "claimed": "F16", "trials": TRIALS,
                 "right": right, "tokens_mean": mean, "tokens_max": max, "requests_mean": queries,
             })).collect::<Vec<_>>(),
+            "pack_audit_s": pack_audits.iter().map(|(q, s)| serde_json::json!({"served": q, "seconds": s})).collect::<Vec<_>>(),
             "collector": {"hspi_s": hspi_s, "bare_s": bare_s, "ratio": overhead},
             "training": {"hspi_s": hspi_train_s, "hspi_accuracy": hspi_acc, "sklearn": sk,
                           "samples": xtr.nrows(), "features": xtr.ncols()},

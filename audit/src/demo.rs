@@ -14,11 +14,11 @@ use hspi_reports::report::Evidence;
 
 use crate::error::AuditError;
 use crate::setup::VerifySetup;
-use crate::{audit_endpoint, train, Lines, TrainOptions};
+use crate::{audit_endpoint, train, Lines, TrainOptions, TrainSpec};
 
 pub struct DemoOptions {
-    /// Where the demo's datasets are kept.
-    pub out: PathBuf,
+    /// Where the demo's datasets are kept (None: a fresh directory under the system's temp).
+    pub out: Option<PathBuf>,
     /// Seeded random probes for the CNN grid.
     pub probes: usize,
     /// The command line, for the datasets' session records.
@@ -26,7 +26,11 @@ pub struct DemoOptions {
 }
 
 pub fn demo(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
-    let cnn = o.out.join("cnn");
+    let out = o
+        .out
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("hspi-demo-{}", std::process::id())));
+    let cnn = out.join("cnn");
     (lines.status)(&format!(
         "hspi demo 1/3: the embedded digits CNN on every CPU platform of the default grid, {} probes",
         o.probes
@@ -46,10 +50,10 @@ pub fn demo(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
     (lines.status)(&done.to_string());
     let grouping = hspi_classify::group_eqcs(&Dataset::open(&cnn)?.records()?)?;
     (lines.data)(&hspi_reports::eqc_table::render_text(&grouping));
-    demo_audit(o, lines)?;
+    demo_audit(o, &out, lines)?;
     (lines.status)(&format!(
         "datasets kept in {} (try `hspi eqc {}` or `hspi dataset export {} --format csv --out records.csv`)",
-        o.out.display(),
+        out.display(),
         cnn.display(),
         cnn.display()
     ));
@@ -95,8 +99,7 @@ fn collect_from(
 /// Parts 2 and 3: a "provider" serves the tiny LM at bf16 on loopback; hspi recomputes prompts on
 /// its own servers at every format, trains a classifier, and audits the provider against a
 /// false claim (f32) and the true one (bf16).
-fn demo_audit(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
-    let out = &o.out;
+fn demo_audit(o: &DemoOptions, out: &Path, lines: &Lines) -> Result<(), AuditError> {
     let grid = grid::default_grid(ModelId::TinyLm);
     let bf16 = grid
         .iter()
@@ -150,14 +153,13 @@ fn demo_audit(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
     let trained = train(TrainOptions {
         datasets: &train_dirs,
         out: &classifier,
-        features: None,
-        references: &[],
-        reference_platforms: None,
-        repeats: &[],
-        params: TrainParams {
-            folds: 4,
-            alphas: vec![0.1, 1.0, 10.0],
-            ..TrainParams::default()
+        spec: TrainSpec {
+            params: TrainParams {
+                folds: 4,
+                alphas: vec![0.1, 1.0, 10.0],
+                ..TrainParams::default()
+            },
+            ..TrainSpec::default()
         },
     })?;
     (lines.status)(&trained.summary);

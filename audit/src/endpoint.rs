@@ -123,6 +123,19 @@ pub fn verify_endpoint(
     })
 }
 
+/// `hspi verify --endpoint`: the verdict and its report model; the session sealed.
+pub fn verify_endpoint_report(
+    s: &VerifySetup,
+    mut session: EndpointSession,
+    model: &str,
+    lines: &Lines,
+) -> Result<(VerifyReport, Report), AuditError> {
+    let v = verify_endpoint(s, &mut session, model, lines)?;
+    session.finish()?;
+    let report = Report::from_verify(s.context(v.subject, v.spent), v.report.clone());
+    Ok((v.report, report))
+}
+
 /// Verify + identify against the endpoint, and write audit.json, audit.md and audit.html into
 /// the answers' dataset directory.
 pub fn audit_endpoint(

@@ -3,8 +3,6 @@
 use std::path::PathBuf;
 
 use hspi_classify::evaluate::{evaluate, EvalInput, EvalReport};
-use hspi_classify::features::FeatureKind;
-use hspi_classify::linear::TrainParams;
 use hspi_classify::ReferenceIndex;
 use hspi_datasets::store::load_one_model;
 use hspi_datasets::Presentation;
@@ -12,20 +10,15 @@ use hspi_reports::report::{Atlas, Context, Report, Spent, Subject};
 
 use crate::error::AuditError;
 use crate::setup::load_references;
+use crate::train::TrainSpec;
 
 pub struct EvalOptions<'a> {
     pub train: &'a [PathBuf],
     pub test: &'a [PathBuf],
-    /// None: the evidence mode's default features.
-    pub features: Option<Vec<FeatureKind>>,
-    pub references: &'a [PathBuf],
-    pub reference_platforms: Option<Vec<String>>,
-    pub params: TrainParams,
+    pub spec: TrainSpec,
     pub queries: Vec<usize>,
     pub max_held_out: usize,
     pub hold_out: Option<hspi_datasets::PlatformPattern>,
-    /// Repeat collections of training probes (see `hspi train --repeats`).
-    pub repeats: &'a [PathBuf],
     /// Datasets of another model labelled with the same platforms: cross-model transfer.
     pub transfer: &'a [PathBuf],
     pub seed: u64,
@@ -44,7 +37,7 @@ pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditEr
         )));
     }
     let mode = hspi_classify::evidence::detect(&train.records)?;
-    let extra = load_references(o.references)?;
+    let extra = load_references(&o.spec.references)?;
     // References are hspi's own exact recomputations, indexed before the test answers are shown
     // as the endpoint would show them.
     let references = ReferenceIndex::new(train.records.iter().chain(&test.records).chain(&extra));
@@ -63,15 +56,19 @@ pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditEr
         model: train.model.clone(),
         probe_set_hash: train.probe_set_hash.clone(),
         references: &references,
-        reference_platforms: o.reference_platforms,
+        reference_platforms: o.spec.reference_platforms.clone(),
         baseline_kinds: mode.baseline_features(),
-        kinds: o.features.unwrap_or_else(|| mode.default_features()),
-        params: o.params,
+        kinds: o
+            .spec
+            .features
+            .clone()
+            .unwrap_or_else(|| mode.default_features()),
+        params: o.spec.params.clone(),
         queries: o.queries,
         seed: o.seed,
         max_held_out: o.max_held_out,
         hold_out: o.hold_out,
-        repeats: &load_references(o.repeats)?,
+        repeats: &load_references(&o.spec.repeats)?,
         transfer: transfer
             .as_ref()
             .zip(transfer_refs.as_ref())
@@ -89,7 +86,7 @@ pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditEr
             output_tokens: 0,
             cost: 0.0,
         },
-        Atlas::new(None, &report.classes, o.references),
+        Atlas::new(None, &report.classes, &o.spec.references),
     );
     let model = Report::from_eval(ctx, report.clone());
     Ok((report, model))

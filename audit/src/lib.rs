@@ -2,6 +2,8 @@
 //! audit an endpoint (verify + identify + report files), identify, and the demo that runs them
 //! end to end. The binary parses flags into these calls and prints what they return.
 
+mod atlas_plan;
+mod collect_grid;
 mod contract;
 mod demo;
 mod endpoint;
@@ -13,19 +15,19 @@ mod pack_build;
 mod setup;
 mod train;
 
+pub use atlas_plan::plan_atlas;
+pub use collect_grid::{collect_grid, GridCollection};
 pub use demo::{demo, DemoOptions};
-pub use endpoint::{audit_endpoint, verify_endpoint, Verified};
+pub use endpoint::{audit_endpoint, verify_endpoint, verify_endpoint_report, Verified};
 pub use error::AuditError;
 pub use evaluate::{evaluate_datasets, EvalOptions};
 pub use identify::identify_datasets;
-pub use pack_audit::{
-    audit_with_pack, check_model, default_out, open_pack, PackAudit, DEFAULT_DRAW,
-};
+pub use pack_audit::{audit_with_pack, check_model, PackAudit, DEFAULT_DRAW};
 pub use pack_build::{
     build_pack, endpoint_defaults, merge_into_pack, work_dir, PackBuild, REPEATED_PROMPTS,
 };
 pub use setup::{load_references, repeat_verify_datasets, verify_datasets, VerifySetup};
-pub use train::{train, TrainOptions, Trained};
+pub use train::{train, TrainOptions, TrainSpec, Trained};
 
 /// Where a workflow's lines go: data for stdout, status for stderr (the binary's printer).
 pub struct Lines<'a> {

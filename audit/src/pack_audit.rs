@@ -22,22 +22,24 @@ use crate::Lines;
 pub const DEFAULT_DRAW: usize = 24;
 
 pub struct PackAudit<'a> {
-    pub pack: &'a Pack,
+    /// The pack; None: the installed pack for the endpoint's model.
+    pub pack: Option<&'a Path>,
     pub claim: &'a str,
     /// Prompts to draw from the pool.
     pub draw: usize,
     /// None: a fresh unpredictable seed (reported, so the draw can be reproduced).
     pub seed: Option<u64>,
     pub params: VerifyParams,
-    /// The endpoint; `model` is the name it is asked for.
+    /// The endpoint; `model` is the name it is asked for (empty: the pack's model).
     pub endpoint: EndpointOptions,
-    pub out: &'a Path,
+    /// Where the answers and the report go (None: `./hspi-audit-UNIXTIME`).
+    pub out: Option<&'a Path>,
     pub mode: OpenMode,
     pub command: &'a str,
 }
 
 /// The pack at `dir`, else the installed pack for `model`; checked.
-pub fn open_pack(dir: Option<&Path>, model: &str) -> Result<Pack, AuditError> {
+fn open_pack(dir: Option<&Path>, model: &str) -> Result<Pack, AuditError> {
     Ok(match (dir, model) {
         (Some(dir), _) => Pack::open(dir)?,
         (None, "") => return Err(AuditError::Usage("hspi audit needs --pack DIR, --model NAME (to use its installed pack), or --classifier FILE --references DIRS".into())),
@@ -46,7 +48,7 @@ pub fn open_pack(dir: Option<&Path>, model: &str) -> Result<Pack, AuditError> {
 }
 
 /// Where an audit keeps its answers when not told: `hspi-audit-UNIXTIME` here.
-pub fn default_out() -> std::path::PathBuf {
+fn default_out() -> std::path::PathBuf {
     format!("hspi-audit-{}", hspi_datasets::manifest::unix_now()).into()
 }
 
@@ -78,8 +80,12 @@ fn claimed_repeat_bitwise(pack: &Pack, claim: &PlatformPattern) -> bool {
 }
 
 pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError> {
-    let pack = a.pack;
-    check_model(pack, &a.endpoint.model)?;
+    let pack = &open_pack(a.pack, &a.endpoint.model)?;
+    let mut endpoint = a.endpoint;
+    if endpoint.model.is_empty() {
+        endpoint.model = pack.manifest.model.id.clone();
+    }
+    check_model(pack, &endpoint.model)?;
     let pool = hspi_probe::read_probe_set(&pack.pool_path())?;
     let seed = a.seed.unwrap_or_else(fresh_seed);
     let drawn = draw(&pool, a.draw.min(pool.probes.len()), seed)?;
@@ -97,12 +103,12 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
         &pack.reference_dirs()?,
         a.params,
     )?;
-    let mut endpoint = a.endpoint;
     // An audit goes on when logprobs do not come back: it says so and weighs the text.
     endpoint.text_only = true;
     let model = endpoint.model.clone();
+    let out = a.out.map_or_else(default_out, Path::to_path_buf);
     let mut session =
-        EndpointSession::open(&endpoint, drawn.probes.clone(), a.out, a.mode, a.command)?;
+        EndpointSession::open(&endpoint, drawn.probes.clone(), &out, a.mode, a.command)?;
     let mut v = verify_endpoint(&setup, &mut session, &model, lines)?;
 
     let repeat = v.records.first().map(|first| Repeat {

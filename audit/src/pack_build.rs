@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use hspi_classify::linear::TrainParams;
 use hspi_collect::llama::{LlamaBuild, LlamaServer};
 use hspi_collect::serve::codec::Codec;
 use hspi_collect::session::{EndpointOptions, EndpointSession};
@@ -18,7 +17,7 @@ use hspi_pack::{
 };
 
 use crate::error::AuditError;
-use crate::train::{train_on_shared_probes, TrainOptions};
+use crate::train::{train_on_shared_probes, TrainOptions, TrainSpec};
 use crate::Lines;
 
 /// Where a pack build keeps what does not belong in the pack: requantised weights, journals.
@@ -40,8 +39,9 @@ pub struct PackBuild<'a> {
     pub gguf: Option<PathBuf>,
     /// The llama.cpp build (`…/VERSION/VARIANT/bin`; default: `.ci/build-llama avx2`'s).
     pub llama_bin: Option<PathBuf>,
-    /// Trusted endpoints as (URL, the platform it is trusted to run).
-    pub endpoints: Vec<(String, String)>,
+    /// Trusted endpoints' URLs, and the platform each is trusted to run (in the same order).
+    pub endpoints: Vec<String>,
+    pub labels: Vec<String>,
     /// The trusted endpoints' API key.
     pub api_key: Option<String>,
     pub pool: ProbeSet,
@@ -52,8 +52,14 @@ pub struct PackBuild<'a> {
 
 /// The trusted endpoints as collection options (the label parsed).
 fn trusted_endpoints(b: &PackBuild) -> Result<Vec<EndpointOptions>, AuditError> {
+    if b.labels.len() != b.endpoints.len() {
+        return Err(AuditError::Usage(
+            "each --reference-endpoint needs its --label PLATFORM, in the same order".into(),
+        ));
+    }
     b.endpoints
         .iter()
+        .zip(&b.labels)
         .map(|(url, label)| {
             let mut o = endpoint_defaults(url, &b.model);
             o.label = Some(label.parse().map_err(hspi_collect::CollectError::from)?);
@@ -389,11 +395,10 @@ fn finish(
     let trained = train_on_shared_probes(TrainOptions {
         datasets: &references,
         out: &dir.join(CLASSIFIER),
-        features: None,
-        references: &[],
-        reference_platforms: None,
-        params: TrainParams::default(),
-        repeats: &repeats,
+        spec: TrainSpec {
+            repeats,
+            ..TrainSpec::default()
+        },
     })?;
     (lines.status)(&trained.summary);
     let in_pool: HashSet<&str> = pool.probes.iter().map(|p| p.id.as_str()).collect();

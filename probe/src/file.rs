@@ -15,6 +15,17 @@ pub fn write_probe_set(path: &Path, set: &ProbeSet) -> Result<(), ProbeError> {
     std::fs::write(path, json).map_err(io)
 }
 
+/// Write `set` to `path`; the line saying what was written.
+pub fn save_probe_set(path: &Path, set: &ProbeSet) -> Result<String, ProbeError> {
+    write_probe_set(path, set)?;
+    Ok(format!(
+        "wrote {} probes (set {}) to {}",
+        set.probes.len(),
+        hspi_datasets::short_id(&set.hash()),
+        path.display()
+    ))
+}
+
 pub fn read_probe_set(path: &Path) -> Result<ProbeSet, ProbeError> {
     let bytes = std::fs::read(path).map_err(|source| ProbeError::Io {
         path: path.into(),

@@ -14,7 +14,7 @@ mod stress;
 
 pub use divergence::{divergent_prompts, Divergence};
 pub use error::ProbeError;
-pub use file::{read_probe_set, write_probe_set};
+pub use file::{read_probe_set, save_probe_set, write_probe_set};
 pub use for_model::{for_model, prompts_for, random_for, stress_for, union_of};
 pub use prompts::prompts;
 pub use random::{random_images, random_tokens};

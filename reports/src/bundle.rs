@@ -78,6 +78,20 @@ pub fn write_new_key(path: &Path) -> Result<String, BundleError> {
     Ok(public)
 }
 
+/// The signing key from the file `key`, else from the environment variable `env`.
+pub fn load_secret(key: Option<&Path>, env: &str) -> Result<SigningKey, BundleError> {
+    let secret = match key {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| io(path, format!("reading the signing key: {e}")))?,
+        None => std::env::var(env).map_err(|_| {
+            BundleError::Key(format!(
+                "no signing key: pass --key FILE or set {env}\nhint: hspi bundle keygen --out KEYFILE"
+            ))
+        })?,
+    };
+    parse_secret(&secret)
+}
+
 pub fn parse_secret(hex_key: &str) -> Result<SigningKey, BundleError> {
     let bytes = hex::decode(hex_key.trim())
         .map_err(|_| BundleError::Key("the signing key is not hex".into()))?;

@@ -16,6 +16,12 @@ pub enum ReportError {
         found: String,
         expected: &'static str,
     },
+    #[error("{path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{origin}: malformed report ({source})")]
     Malformed {
         origin: String,

@@ -19,6 +19,14 @@ pub fn render(r: &Report) -> String {
     serde_json::to_string_pretty(r).unwrap_or_default()
 }
 
+/// Write the report model to `path` (`--report FILE`, for `hspi report`).
+pub fn write(path: &std::path::Path, r: &Report) -> Result<(), ReportError> {
+    std::fs::write(path, render(r)).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// Read a report back, refusing other schemas.
 pub fn parse(text: &str, origin: &str) -> Result<Report, ReportError> {
     let value: serde_json::Value =

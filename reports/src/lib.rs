@@ -29,6 +29,22 @@ pub fn exporters() -> &'static [&'static dyn Exporter] {
     ]
 }
 
+/// `hspi report`: read the report model at `from` and write it to `out` in `format`.
+pub fn render_file(
+    from: &std::path::Path,
+    format: &str,
+    out: &std::path::Path,
+) -> Result<(), ReportError> {
+    let io = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| ReportError::Io { path, source }
+    };
+    let text = std::fs::read_to_string(from).map_err(io(from))?;
+    let exporter = exporter(format)?;
+    let report = json::parse(&text, &from.display().to_string())?;
+    std::fs::write(out, exporter.render(&report)).map_err(io(out))
+}
+
 /// The exporter named `name` (or one of its aliases).
 pub fn exporter(name: &str) -> Result<&'static dyn Exporter, ReportError> {
     exporters()

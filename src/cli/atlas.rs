@@ -1,12 +1,9 @@
 //! `hspi atlas plan|slurm|k8s` and the shard side of `hspi collect --plan`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use hspi_collect::atlas::{k8s, plan::PROBES_FILE, slurm, Plan};
-use hspi_collect::grid;
-use hspi_collect::zoo::{Model, ModelId};
+use hspi_collect::atlas::{k8s, slurm, write_job};
 
 use crate::printer;
 
@@ -65,12 +62,8 @@ pub enum Command {
     },
 }
 
-fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
-    std::path::absolute(p).with_context(|| format!("resolving {}", p.display()))
-}
-
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
-    match c {
+    let out = match c {
         Command::Plan {
             model,
             platforms,
@@ -79,24 +72,10 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             shards,
             out,
         } => {
-            let m = Model::load(ModelId::parse(&model)?, None)?;
-            // Platforms are listed as asked, not checked here: the plan is for other machines.
-            let list = grid::parse_platforms(&platforms, m.id())?;
-            let set = hspi_probe::for_model(&m, &probes, seed)?;
-            let plan = Plan::new(&model, &set, &list, shards)?;
-            std::fs::create_dir_all(out.join("logs"))
-                .with_context(|| format!("creating {}", out.display()))?;
-            hspi_probe::write_probe_set(&out.join(PROBES_FILE), &set)?;
-            let path = out.join("plan.json");
-            plan.write(&path)?;
-            printer::status(&format!(
-                "plan: {} platforms of {model} over {} probes in {} shards ({} on GPU nodes)",
-                list.len(),
-                set.probes.len(),
-                plan.shards.len(),
-                plan.shards.iter().filter(|s| s.node == "gpu").count()
-            ));
-            printer::data(&path.display().to_string());
+            let (path, summary) =
+                hspi_audit::plan_atlas(&model, &platforms, &probes, seed, shards, &out)?;
+            printer::status(&summary);
+            path
         }
         Command::Slurm {
             plan,
@@ -106,19 +85,15 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             cpus_per_task,
             out,
         } => {
-            let path = absolute(&plan)?;
-            let p = Plan::read(&path)?;
             let here = || std::env::current_exe().map(|p| p.display().to_string());
-            let hspi = hspi.map_or_else(here, Ok)?;
             let o = slurm::SlurmOptions {
-                hspi,
+                hspi: hspi.map_or_else(here, Ok)?,
                 partition,
                 time,
                 cpus_per_task,
             };
-            std::fs::write(&out, slurm::script(&p, &path, &o))
-                .with_context(|| format!("writing {}", out.display()))?;
-            printer::data(&out.display().to_string());
+            write_job(&plan, &out, |p, path| Ok(slurm::script(p, path, &o)))?;
+            out
         }
         Command::K8s {
             plan,
@@ -127,17 +102,15 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             mount,
             out,
         } => {
-            let path = absolute(&plan)?;
-            let p = Plan::read(&path)?;
             let o = k8s::K8sOptions {
                 image,
                 claim,
                 mount,
             };
-            std::fs::write(&out, k8s::manifest(&p, &path, &o)?)
-                .with_context(|| format!("writing {}", out.display()))?;
-            printer::data(&out.display().to_string());
+            write_job(&plan, &out, |p, path| k8s::manifest(p, path, &o))?;
+            out
         }
-    }
+    };
+    printer::data(&out.display().to_string());
     Ok(ExitCode::SUCCESS)
 }

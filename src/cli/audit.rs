@@ -42,31 +42,19 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let session = open_endpoint(&t.collect_args()?)?;
         audit_endpoint(&a.verify.setup()?, session, &t.model, &printer::lines())?
     } else {
-        let pack = hspi_audit::open_pack(a.pack.as_deref(), &t.model)?;
-        let model = if t.model.is_empty() {
-            &pack.manifest.model.id
-        } else {
-            &t.model
-        };
-        let out = t.out.clone().unwrap_or_else(hspi_audit::default_out);
         let audit = PackAudit {
-            pack: &pack,
+            pack: a.pack.as_deref(),
             claim: &a.verify.claim,
             draw: a.draw,
             seed: a.draw_seed,
             params: a.verify.params(),
-            endpoint: t.endpoint.options(model)?,
-            out: &out,
+            endpoint: t.endpoint.options(&t.model)?,
+            out: t.out.as_deref(),
             mode: OpenMode::from_flags(false, t.force),
             command: &command_line(),
         };
         audit_with_pack(audit, &printer::lines())?
     };
-    let render = if t.json {
-        hspi_reports::json::render
-    } else {
-        hspi_reports::markdown::render
-    };
-    printer::data(&render(&report));
+    printer::json_or(t.json, &report, hspi_reports::markdown::render)?;
     Ok(ExitCode::from(report.exit_code()))
 }

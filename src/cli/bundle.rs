@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use hspi_reports::bundle;
 
 use crate::printer;
@@ -54,14 +53,7 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             key,
             key_env,
         } => {
-            let secret = match key {
-                Some(path) => std::fs::read_to_string(&path)
-                    .with_context(|| format!("reading the signing key {}", path.display()))?,
-                None => std::env::var(&key_env).with_context(|| {
-                    format!("no signing key: pass --key FILE or set {key_env}\nhint: hspi bundle keygen --out KEYFILE")
-                })?,
-            };
-            let key = bundle::parse_secret(&secret)?;
+            let key = bundle::load_secret(key.as_deref(), &key_env)?;
             let m = bundle::sign(&out, &inputs, &key, hspi_datasets::manifest::unix_now())?;
             printer::status(&format!(
                 "signed {} files into {}",

@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use hspi_classify::features::{parse_kinds, FeatureKind};
+use hspi_audit::TrainSpec;
+use hspi_classify::features::parse_kinds;
 use hspi_classify::linear::TrainParams;
+use hspi_datasets::Platform;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct FeatureArgs {
@@ -32,25 +34,19 @@ pub struct FeatureArgs {
 }
 
 impl FeatureArgs {
-    /// The extractors `--features` names (None: the evidence mode's defaults).
-    pub fn features(&self) -> anyhow::Result<Option<Vec<FeatureKind>>> {
-        self.features
+    /// The training the flags ask for (`--features` None: the evidence mode's defaults).
+    pub fn spec(&self) -> anyhow::Result<TrainSpec> {
+        let features = self.features.as_deref().map(parse_kinds).transpose();
+        let platforms = self
+            .reference_platforms
             .as_deref()
-            .map(parse_kinds)
-            .transpose()
-            .context("--features")
-    }
-
-    pub fn params(&self) -> anyhow::Result<TrainParams> {
-        Ok(TrainParams::from_flags(self.folds, &self.alphas)?)
-    }
-
-    pub fn reference_platforms(&self) -> anyhow::Result<Option<Vec<String>>> {
-        let Some(list) = &self.reference_platforms else {
-            return Ok(None);
-        };
-        let platforms =
-            hspi_datasets::Platform::parse_list(list).context("--reference-platforms")?;
-        Ok(Some(platforms.iter().map(ToString::to_string).collect()))
+            .map(Platform::canonical_list);
+        Ok(TrainSpec {
+            features: features.context("--features")?,
+            references: self.references.clone(),
+            reference_platforms: platforms.transpose().context("--reference-platforms")?,
+            params: TrainParams::from_flags(self.folds, &self.alphas)?,
+            repeats: self.repeats.clone(),
+        })
     }
 }

@@ -1,8 +1,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use hspi_collect::session::{self, shard_index, LocalSummary, ShardAssignment};
-use hspi_collect::{grid, Model, ModelId};
+use hspi_collect::session::{shard_index, ShardAssignment};
 use hspi_datasets::OpenMode;
 
 use crate::printer;
@@ -68,7 +67,20 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if args.endpoint.endpoint.is_some() {
         return super::collect_http::run(&args);
     }
-    let summary = collect_local(&args)?;
+    let summary = hspi_audit::collect_grid(
+        hspi_audit::GridCollection {
+            model: &args.model,
+            weights: args.weights.as_deref(),
+            platforms: &args.platforms,
+            probes: &args.probes,
+            seed: args.seed,
+            out: &args.out,
+            mode: OpenMode::from_flags(args.resume, args.force),
+            command: &command_line(),
+        },
+        &Bar::new(),
+    )?;
+    printer::status(&summary.to_string());
     if args.json {
         printer::data(&serde_json::to_string_pretty(&summary)?);
     }
@@ -78,21 +90,4 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
 /// The command line, for the session record in a dataset's manifest.
 pub fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
-}
-
-pub fn collect_local(args: &Args) -> anyhow::Result<LocalSummary> {
-    let model = Model::load(ModelId::parse(&args.model)?, args.weights.as_deref())?;
-    let platforms = grid::platforms_to_run(&args.platforms, model.id())?;
-    let probes = hspi_probe::for_model(&model, &args.probes, args.seed)?;
-    let done = session::collect_local(
-        &model,
-        &platforms,
-        &probes,
-        &args.out,
-        OpenMode::from_flags(args.resume, args.force),
-        &command_line(),
-        &Bar::new(),
-    )?;
-    printer::status(&done.to_string());
-    Ok(done)
 }

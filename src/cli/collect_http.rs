@@ -4,10 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::bail;
 use hspi_collect::http::BudgetLimits;
-use hspi_collect::session::{EndpointOptions, EndpointSession};
-use hspi_collect::CollectError;
+use hspi_collect::session::{api_key_from_env, EndpointOptions, EndpointSession};
 
 use super::collect::{command_line, Args};
 use crate::printer;
@@ -75,14 +73,6 @@ pub struct EndpointArgs {
     pub top_logprobs: u32,
 }
 
-pub fn api_key(var: &Option<String>) -> anyhow::Result<Option<String>> {
-    let Some(var) = var else { return Ok(None) };
-    match std::env::var(var) {
-        Ok(k) if !k.is_empty() => Ok(Some(k)),
-        _ => bail!("--api-key-env {var}: the environment variable {var} is not set (the key is read from it, never from the command line)"),
-    }
-}
-
 impl EndpointArgs {
     pub fn options(&self, model: &str) -> anyhow::Result<EndpointOptions> {
         Ok(EndpointOptions {
@@ -90,7 +80,7 @@ impl EndpointArgs {
             api: self.api.clone(),
             model: model.to_string(),
             label: self.label.as_deref().map(str::parse).transpose()?,
-            api_key: api_key(&self.api_key_env)?,
+            api_key: api_key_from_env(self.api_key_env.as_deref())?,
             concurrency: self.concurrency,
             rate_limit: self.rate_limit,
             timeout: Duration::from_secs_f64(self.timeout),
@@ -125,33 +115,10 @@ pub fn open_endpoint(args: &Args) -> anyhow::Result<EndpointSession> {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let session = open_endpoint(args)?;
-    let url = session.url.clone();
-    let (result, spent) = session.collect(&Bar::new());
-    let cost = spent.to_string();
-    match result {
-        Ok(done) => {
-            printer::status(&format!(
-                "collected {} records ({} already present) from {url} into {}; spent {cost}",
-                done.written,
-                done.already_done,
-                args.out.display()
-            ));
-            if args.json {
-                printer::data(&serde_json::to_string_pretty(&serde_json::json!({
-                    "out": args.out, "written": done.written, "already_done": done.already_done, "spent": spent,
-                }))?);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(CollectError::Budget { reached, after }) => {
-            let after = after.map(|a| format!(" (after: {a})")).unwrap_or_default();
-            printer::status(&format!(
-                "stopped at the budget cap: {reached}{after}\nspent {cost}; records so far are in {} (rerun with --resume and a larger budget to continue)",
-                args.out.display()
-            ));
-            Ok(ExitCode::from(3))
-        }
-        Err(err) => Err(err.into()),
+    let done = open_endpoint(args)?.collect_all(&Bar::new())?;
+    printer::status(&done.to_string());
+    if args.json && done.stopped.is_none() {
+        printer::data(&serde_json::to_string_pretty(&done)?);
     }
+    Ok(ExitCode::from(if done.stopped.is_some() { 3 } else { 0 }))
 }

@@ -55,18 +55,10 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             printer::status(&format!("wrote {rows} rows to {}", out.display()));
         }
         Command::Merge { shards, out } => {
-            let m = hspi_datasets::store::merge(
-                &shards,
-                &out,
-                hspi_collect::session::new_session(&super::collect::command_line()),
-            )?;
-            printer::status(&format!(
-                "merged {} shards: {} records from {} platforms into {}",
-                m.shards,
-                m.records,
-                m.platforms,
-                out.display()
-            ));
+            let command = super::collect::command_line();
+            let session = hspi_collect::session::new_session(&command);
+            let m = hspi_datasets::store::merge(&shards, &out, session)?;
+            printer::status(&m.describe(&out));
         }
         Command::Diff { left, right, json } => {
             let d = hspi_datasets::diff::diff(&Dataset::open(&left)?, &Dataset::open(&right)?)?;
@@ -75,18 +67,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         }
-        Command::Verify { dataset } => {
-            let d = Dataset::open(&dataset)?;
-            let records = d.records()?;
-            let probes = d.probe_set()?;
-            printer::data(&format!(
-                "ok: {} records, {} probes, {} platforms, schema {}",
-                records.len(),
-                probes.probes.len(),
-                d.manifest.platforms.len(),
-                d.manifest.schema_version
-            ));
-        }
+        Command::Verify { dataset } => printer::data(&Dataset::open(&dataset)?.verify_all()?),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,11 +15,8 @@ pub struct Args {
 
 /// The embedded defaults end to end, with no network and no download.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let out = args
-        .out
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("hspi-demo-{}", std::process::id())));
     let options = hspi_audit::DemoOptions {
-        out,
+        out: args.out,
         probes: args.probes,
         command: super::collect::command_line(),
     };

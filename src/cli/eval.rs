@@ -45,25 +45,20 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let f = &args.features;
     let queries = hspi_classify::evaluate::parse_queries(&args.queries)?;
     let (report, model) = evaluate_datasets(EvalOptions {
         train: &args.train,
         test: &args.test,
-        features: f.features()?,
-        references: &f.references,
-        reference_platforms: f.reference_platforms()?,
-        params: f.params()?,
+        spec: args.features.spec()?,
         queries,
         max_held_out: args.held_out,
         hold_out: args.hold_out,
-        repeats: &f.repeats,
         transfer: &args.transfer,
         seed: args.seed,
         shown_as: args.shown_as,
     })?;
     if let Some(path) = &args.report {
-        std::fs::write(path, hspi_reports::json::render(&model))?;
+        hspi_reports::json::write(path, &model)?;
     }
     printer::json_or(
         args.json,

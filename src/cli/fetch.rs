@@ -1,7 +1,5 @@
 use std::process::ExitCode;
 
-use hspi_collect::zoo::smollm2;
-
 use crate::printer;
 
 #[derive(Debug, clap::Args)]
@@ -11,12 +9,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    match args.what.as_str() {
-        "smollm2" => {
-            let path = smollm2::fetch()?;
-            printer::data(&path.display().to_string());
-            Ok(ExitCode::SUCCESS)
-        }
-        other => anyhow::bail!("nothing to fetch named '{other}' (known: smollm2)"),
-    }
+    let path = hspi_collect::zoo::fetch(&args.what)?;
+    printer::data(&path.display().to_string());
+    Ok(ExitCode::SUCCESS)
 }

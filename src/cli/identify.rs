@@ -33,7 +33,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (ids, report) =
         identify_datasets(&args.model, &args.datasets, &args.references, args.queries)?;
     if let Some(path) = &args.report {
-        std::fs::write(path, hspi_reports::json::render(&report))?;
+        hspi_reports::json::write(path, &report)?;
     }
     printer::json_or(args.json, &ids, |i| {
         hspi_reports::identification::render_text(i)

@@ -70,9 +70,6 @@ pub struct BuildArgs {
 }
 
 fn build(a: BuildArgs) -> anyhow::Result<()> {
-    if a.label.len() != a.reference_endpoint.len() {
-        anyhow::bail!("each --reference-endpoint needs its --label PLATFORM, in the same order");
-    }
     let pack = build_pack(
         PackBuild {
             model: a.model,
@@ -80,8 +77,9 @@ fn build(a: BuildArgs) -> anyhow::Result<()> {
             formats: a.formats,
             gguf: a.gguf,
             llama_bin: a.llama_bin,
-            endpoints: a.reference_endpoint.into_iter().zip(a.label).collect(),
-            api_key: super::collect_http::api_key(&a.api_key_env)?,
+            endpoints: a.reference_endpoint,
+            labels: a.label,
+            api_key: hspi_collect::session::api_key_from_env(a.api_key_env.as_deref())?,
             pool: hspi_probe::union_of(&a.pool, a.count, a.seed)?,
             out: &a.out,
             force: a.force,

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hspi_collect::ModelId;
-use hspi_datasets::{short_id, ProbeSet};
+use hspi_datasets::ProbeSet;
 
 use crate::printer;
 
@@ -13,30 +13,16 @@ pub enum Command {
     /// Numeric-stress probes: extreme images, or tiny-lm prompts nearest a top-2 logit tie.
     Stress(Generated),
     /// The fewest probes of a collected probe set that still separate every pair of EQCs.
-    Minimize {
-        /// Dataset directories over one probe set.
-        #[arg(required = true)]
-        datasets: Vec<PathBuf>,
-        #[arg(long)]
-        out: PathBuf,
-        /// Print the coverage report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Minimize(Found),
     /// Border inputs (HSPI-BI): per pair of EQCs of an image model, an input their labels split.
     Border {
-        /// Dataset directories over one probe set (their EQCs are the classes to separate).
-        #[arg(required = true)]
-        datasets: Vec<PathBuf>,
-        #[arg(long)]
-        out: PathBuf,
+        #[command(flatten)]
+        found: Found,
         /// Forward passes per pair in the local search, each platform's counted.
         #[arg(long, default_value_t = hspi_probe::border::BorderConfig::default().search_evals)]
         evals: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        #[arg(long)]
-        json: bool,
     },
     /// Border prompts: per pair of platforms, the prompt their greedy texts split earliest.
     ///
@@ -76,6 +62,19 @@ pub enum Command {
 }
 
 /// A generated probe set for a model.
+/// Probes found in datasets: where they come from, where they go, how the report prints.
+#[derive(Debug, clap::Args)]
+pub struct Found {
+    /// Dataset directories over one probe set (their EQCs are the classes to separate).
+    #[arg(required = true)]
+    datasets: Vec<PathBuf>,
+    #[arg(long)]
+    out: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct Generated {
     #[arg(long, default_value = "cnn-digits")]
@@ -108,17 +107,10 @@ impl PromptArgs {
 }
 
 fn write(set: &ProbeSet, out: &std::path::Path) -> anyhow::Result<()> {
-    hspi_probe::write_probe_set(out, set)?;
-    printer::status(&format!(
-        "wrote {} probes (set {}) to {}",
-        set.probes.len(),
-        short_id(&set.hash()),
-        out.display()
-    ));
+    printer::status(&hspi_probe::save_probe_set(out, set)?);
     Ok(())
 }
 
-/// Write a search's probe set and print its report: JSON, or its one-paragraph summary.
 fn report<R: serde::Serialize + std::fmt::Display>(
     r: &R,
     set: &ProbeSet,
@@ -139,23 +131,17 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             &hspi_probe::stress_for(ModelId::parse(&g.model)?, g.count, g.seed)?,
             &g.out,
         )?,
-        Command::Minimize {
-            datasets,
-            out,
-            json,
-        } => {
-            let m = hspi_probe::minimize::minimize(&datasets)?;
-            report(&m, &m.set, &out, json)?;
+        Command::Minimize(f) => {
+            let m = hspi_probe::minimize::minimize(&f.datasets)?;
+            report(&m, &m.set, &f.out, f.json)?;
         }
         Command::Border {
-            datasets,
-            out,
+            found: f,
             evals,
             seed,
-            json,
         } => {
-            let b = hspi_probe::border::border_inputs(&datasets, evals, seed)?;
-            report(&b, &b.set, &out, json)?;
+            let b = hspi_probe::border::border_inputs(&f.datasets, evals, seed)?;
+            report(&b, &b.set, &f.out, f.json)?;
         }
         Command::BorderPrompts {
             datasets,

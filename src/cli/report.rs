@@ -4,8 +4,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-
 use crate::printer;
 
 #[derive(Debug, clap::Args)]
@@ -22,12 +20,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.from)
-        .with_context(|| format!("reading {}", args.from.display()))?;
-    let exporter = hspi_reports::exporter(&args.format)?;
-    let report = hspi_reports::json::parse(&text, &args.from.display().to_string())?;
-    let bytes = exporter.render(&report);
-    std::fs::write(&args.out, bytes).with_context(|| format!("writing {}", args.out.display()))?;
+    hspi_reports::render_file(&args.from, &args.format, &args.out)?;
     printer::status(&format!("wrote {}", args.out.display()));
     Ok(ExitCode::SUCCESS)
 }

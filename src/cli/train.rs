@@ -19,15 +19,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let f = &args.features;
     let trained = hspi_audit::train(hspi_audit::TrainOptions {
         datasets: &args.datasets,
         out: &args.out,
-        features: f.features()?,
-        references: &f.references,
-        reference_platforms: f.reference_platforms()?,
-        params: f.params()?,
-        repeats: &f.repeats,
+        spec: args.features.spec()?,
     })?;
     printer::status(&trained.summary);
     printer::data(&args.out.display().to_string());

@@ -4,10 +4,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
-use hspi_audit::{repeat_verify_datasets, verify_datasets, verify_endpoint, VerifySetup};
+use anyhow::bail;
+use hspi_audit::{repeat_verify_datasets, verify_datasets, verify_endpoint_report, VerifySetup};
 use hspi_classify::verify::VerifyParams;
-use hspi_reports::report::Report;
 
 use super::collect_http::open_endpoint;
 use crate::printer;
@@ -128,11 +127,8 @@ impl VerifyArgs {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let s = args.verify.setup()?;
     let (report, model) = if args.target.endpoint.endpoint.is_some() {
-        let mut session = open_endpoint(&args.target.collect_args()?)?;
-        let v = verify_endpoint(&s, &mut session, &args.target.model, &printer::lines())?;
-        session.finish()?;
-        let model = Report::from_verify(s.context(v.subject, v.spent), v.report.clone());
-        (v.report, model)
+        let session = open_endpoint(&args.target.collect_args()?)?;
+        verify_endpoint_report(&s, session, &args.target.model, &printer::lines())?
     } else {
         if args.datasets.is_empty() {
             bail!("nothing to verify: give datasets of the target's answers, or --endpoint URL --model NAME --probes FILE --out DIR");
@@ -146,8 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         verify_datasets(&s, &args.datasets, args.verify.shown_as)?
     };
     if let Some(path) = &args.verify.report {
-        std::fs::write(path, hspi_reports::json::render(&model))
-            .with_context(|| format!("writing the report to {}", path.display()))?;
+        hspi_reports::json::write(path, &model)?;
     }
     printer::json_or(
         args.target.json,

@@ -43,11 +43,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             epochs,
             seed,
         } => {
-            let config = cnn_digits::TrainConfig {
-                epochs,
-                seed,
-                ..Default::default()
-            };
+            let config = cnn_digits::TrainConfig::new(epochs, seed);
             retrain::train_cnn(digits.as_deref(), &out_dir, &config, &printer::status)?
         }
         Command::TrainLm {
@@ -56,11 +52,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             steps,
             seed,
         } => {
-            let config = tiny_lm::TrainConfig {
-                steps,
-                seed,
-                ..Default::default()
-            };
+            let config = tiny_lm::TrainConfig::new(steps, seed);
             retrain::train_lm(text.as_deref(), &out_dir, &config, &printer::status)?
         }
     };

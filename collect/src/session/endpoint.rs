@@ -46,6 +46,52 @@ pub struct EndpointOptions {
     pub strict_openai: bool,
 }
 
+/// The API key in the environment variable `var` (never from a command line).
+pub fn api_key_from_env(var: Option<&str>) -> Result<Option<String>> {
+    let Some(var) = var else { return Ok(None) };
+    match std::env::var(var) {
+        Ok(k) if !k.is_empty() => Ok(Some(k)),
+        _ => Err(CollectError::ApiKeyMissing { var: var.into() }),
+    }
+}
+
+/// How a whole-probe-set collection from an endpoint ended: complete, or stopped at the budget
+/// cap with every answer so far kept.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EndpointCollected {
+    pub out: PathBuf,
+    #[serde(skip)]
+    pub url: String,
+    pub written: usize,
+    pub already_done: usize,
+    pub spent: Spent,
+    /// Why the budget stopped it (None: every probe answered).
+    #[serde(skip)]
+    pub stopped: Option<String>,
+}
+
+impl std::fmt::Display for EndpointCollected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.stopped {
+            None => write!(
+                f,
+                "collected {} records ({} already present) from {} into {}; spent {}",
+                self.written,
+                self.already_done,
+                self.url,
+                self.out.display(),
+                self.spent
+            ),
+            Some(why) => write!(
+                f,
+                "stopped at the budget cap: {why}\nspent {}; records so far are in {} (rerun with --resume and a larger budget to continue)",
+                self.spent,
+                self.out.display()
+            ),
+        }
+    }
+}
+
 pub struct EndpointSession {
     pub url: String,
     pub id: String,
@@ -175,6 +221,29 @@ impl EndpointSession {
             (Err(e), _) | (Ok(_), Err(e)) => Err(e),
         };
         (result, budget.spent())
+    }
+
+    /// Collect every probe not answered yet (`hspi collect --endpoint`); a budget stop is an
+    /// outcome, not an error.
+    pub fn collect_all(self, progress: &dyn Progress) -> Result<EndpointCollected> {
+        let (url, out) = (self.url.clone(), self.out.clone());
+        let (result, spent) = self.collect(progress);
+        let (done, stopped) = match result {
+            Ok(done) => (done, None),
+            Err(CollectError::Budget { reached, after }) => {
+                let after = after.map(|a| format!(" (after: {a})")).unwrap_or_default();
+                (CollectSummary::default(), Some(format!("{reached}{after}")))
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(EndpointCollected {
+            out,
+            url,
+            written: done.written,
+            already_done: done.already_done,
+            spent,
+            stopped,
+        })
     }
 
     /// Ask one probe and store its answer (once) before returning it.

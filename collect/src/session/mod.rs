@@ -6,7 +6,7 @@ mod endpoint;
 mod local;
 mod shard;
 
-pub use endpoint::{EndpointOptions, EndpointSession};
+pub use endpoint::{api_key_from_env, EndpointCollected, EndpointOptions, EndpointSession};
 pub use local::{collect_local, LocalSummary};
 pub use shard::{shard_index, ShardAssignment};
 

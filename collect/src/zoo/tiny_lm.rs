@@ -227,6 +227,17 @@ pub struct TrainConfig {
     pub chars: usize,
 }
 
+impl TrainConfig {
+    /// The defaults with this many steps and this seed (`hspi zoo train-lm`).
+    pub fn new(steps: usize, seed: u64) -> TrainConfig {
+        TrainConfig {
+            steps,
+            seed,
+            ..TrainConfig::default()
+        }
+    }
+}
+
 impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {

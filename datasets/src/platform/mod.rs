@@ -48,6 +48,14 @@ impl Platform {
         list.split(',').map(|p| p.trim().parse()).collect()
     }
 
+    /// A comma-separated list checked and written in canonical form.
+    pub fn canonical_list(list: &str) -> Result<Vec<String>, PlatformParseError> {
+        Ok(Platform::parse_list(list)?
+            .iter()
+            .map(ToString::to_string)
+            .collect())
+    }
+
     pub fn is_cuda(&self) -> bool {
         matches!(self.hardware, Hardware::Cuda { .. })
     }

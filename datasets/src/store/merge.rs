@@ -15,6 +15,19 @@ pub struct MergeSummary {
     pub platforms: usize,
 }
 
+impl MergeSummary {
+    /// One line for `hspi dataset merge`.
+    pub fn describe(&self, out: &Path) -> String {
+        format!(
+            "merged {} shards: {} records from {} platforms into {}",
+            self.shards,
+            self.records,
+            self.platforms,
+            out.display()
+        )
+    }
+}
+
 fn refuse(shard: &Path, reason: String) -> DatasetError {
     DatasetError::Merge {
         shard: shard.into(),

@@ -37,6 +37,18 @@ impl Dataset {
         })
     }
 
+    /// `hspi dataset verify`: every record read back and checked; a one-line summary.
+    pub fn verify_all(&self) -> Result<String> {
+        let records = self.records()?;
+        Ok(format!(
+            "ok: {} records, {} probes, {} platforms, schema {}",
+            records.len(),
+            self.probe_set()?.probes.len(),
+            self.manifest.platforms.len(),
+            self.manifest.schema_version
+        ))
+    }
+
     /// Every record of every shard, verified. A sealed shard whose hash is off is searched for the
     /// record at fault; an unsealed shard (an interrupted collection) is refused.
     pub fn records(&self) -> Result<Vec<Record>> {

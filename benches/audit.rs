@@ -63,7 +63,7 @@ fn collect(url: &str, quant: &str, probes: &Path, out: &Path) -> f64 {
 
 /// Wall time of five one-command audits of `base` with the shipped pack, each a fresh draw.
 fn pack_audit_seconds(base: &str, tmp: &Path) -> Vec<f64> {
-    let pack = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/smollm2-llamacpp");
+    let pack = common::shipped_pack();
     let url = format!("{base}/v1/chat/completions");
     (0..5)
         .map(|i| {

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::llama::{collect_with, start, VERSION};
+use common::proxy::Proxy;
 use common::*;
 
 fn collect(
@@ -482,7 +483,7 @@ fn verification(
 
     // A proxy that adds tiny noise to every logprob: tampered or inconclusive, never a platform.
     for mode in [Noise::F64, Noise::F32Ulp] {
-        let proxy = NoiseProxy::start(&server.url, mode);
+        let proxy = noise_proxy(&server.url, mode);
         let out = tmp.join(format!("audit-proxy-{mode:?}"));
         let r = audit(
             &format!("{}/v1/chat/completions", proxy.url),
@@ -518,7 +519,7 @@ fn verification(
     let q8 = start("avx2", "Q8_0");
     for mode in [Noise::Strip, Noise::Fp16, Noise::Decimals4] {
         let tokens = if mode == Noise::Strip { "320" } else { "64" };
-        let honest = NoiseProxy::start(&server.url, mode);
+        let honest = noise_proxy(&server.url, mode);
         let out = tmp.join(format!("audit-shown-{mode:?}"));
         let (r, report) = audit_as(&format!("{}/v1/chat/completions", honest.url), &out, tokens);
         let finding = report["summary"]["finding"].as_str().unwrap_or("");
@@ -539,7 +540,7 @@ fn verification(
         if mode == Noise::Decimals4 {
             continue;
         }
-        let swapped = NoiseProxy::start(&q8.url, mode);
+        let swapped = noise_proxy(&q8.url, mode);
         let out = tmp.join(format!("audit-shown-{mode:?}-q8"));
         let (r, report) = audit_as(
             &format!("{}/v1/chat/completions", swapped.url),
@@ -570,38 +571,16 @@ enum Noise {
     F32Ulp,
 }
 
-struct NoiseProxy {
-    url: String,
-}
-
-impl NoiseProxy {
-    fn start(upstream: &str, mode: Noise) -> NoiseProxy {
-        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", server.server_addr().to_ip().unwrap());
-        let upstream = upstream.to_string();
-        std::thread::spawn(move || {
-            let client = reqwest::blocking::Client::new();
-            let mut flip = 0u64;
-            for mut req in server.incoming_requests() {
-                let mut body = String::new();
-                let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
-                let answer = client
-                    .post(format!("{upstream}{}", req.url()))
-                    .header("content-type", "application/json")
-                    .body(body)
-                    .send()
-                    .and_then(|r| r.text())
-                    .unwrap_or_default();
-                let mut v: serde_json::Value = serde_json::from_str(&answer).unwrap_or_default();
-                perturb(&mut v, mode, &mut flip);
-                let out = serde_json::to_string(&v).unwrap();
-                let header =
-                    tiny_http::Header::from_bytes("content-type", "application/json").unwrap();
-                let _ = req.respond(tiny_http::Response::from_string(out).with_header(header));
-            }
-        });
-        NoiseProxy { url }
-    }
+/// A proxy in front of `upstream` that perturbs every answer's logprobs as `mode` says.
+fn noise_proxy(upstream: &str, mode: Noise) -> Proxy {
+    let flip = std::sync::Mutex::new(0u64);
+    Proxy::start(
+        upstream,
+        Box::new(move |_, v| {
+            perturb(v, mode, &mut flip.lock().unwrap());
+            None
+        }),
+    )
 }
 
 fn perturb(v: &mut serde_json::Value, mode: Noise, flip: &mut u64) {

@@ -10,10 +10,12 @@ use hspi_collect::llama::{LlamaBuild, LlamaServer};
 use hspi_collect::serve::codec::Codec;
 use hspi_collect::session::{EndpointOptions, EndpointSession};
 use hspi_collect::NoProgress;
-use hspi_datasets::{manifest::unix_now, Dataset, OpenMode, ProbeInput, ProbeSet, Record};
+use hspi_datasets::{
+    manifest::unix_now, Dataset, OpenMode, Platform, ProbeInput, ProbeSet, Record,
+};
 use hspi_pack::{
-    copy_tree, seal, Pack, PackError, PackManifest, PackModel, PackPlatform, PoolInfo,
-    PromptTokens, CLASSIFIER, POOL, PROMPT_TOKENS, REFERENCES, REPEATS, SCHEMA,
+    copy_tree, dataset_dirs, seal, Pack, PackError, PackManifest, PackModel, PackPlatform,
+    PoolInfo, PromptTokens, CLASSIFIER, POOL, PROMPT_TOKENS, REFERENCES, REPEATS, SCHEMA,
 };
 
 use crate::error::AuditError;
@@ -71,13 +73,13 @@ fn trusted_endpoints(b: &PackBuild) -> Result<Vec<EndpointOptions>, AuditError> 
 
 /// The engine family a pack's platforms share (`llamacpp`), else `mixed`.
 fn engine_family(platforms: &[String]) -> String {
-    let engines: HashSet<String> = platforms
+    let kinds: HashSet<&str> = platforms
         .iter()
-        .filter_map(|p| p.split('/').nth(1))
-        .map(|e| e.split('-').next().unwrap_or(e).to_string())
+        .filter_map(|p| p.parse::<Platform>().ok())
+        .map(|p| p.engine.kind.as_str())
         .collect();
-    match engines.len() {
-        1 => engines.into_iter().next().unwrap_or_default(),
+    match kinds.len() {
+        1 => kinds.into_iter().next().unwrap_or_default().to_string(),
         _ => "mixed".into(),
     }
 }
@@ -313,15 +315,10 @@ fn prompt_tokens(
     endpoints: &[EndpointOptions],
     codec: Option<&Codec>,
 ) -> Result<PromptTokens, AuditError> {
-    let first_refs = std::fs::read_dir(b.out.join(REFERENCES))
-        .map_err(AuditError::io(&b.out.join(REFERENCES)))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .min()
-        .map(Dataset::open)
-        .transpose()?
-        .map(|d| d.records())
-        .transpose()?
-        .unwrap_or_default();
+    let first_refs = match dataset_dirs(b.out, REFERENCES)?.first() {
+        Some(d) => Dataset::open(d)?.records()?,
+        None => Vec::new(),
+    };
     let billed: BTreeMap<&str, u64> = first_refs
         .iter()
         .filter_map(|r| {
@@ -370,21 +367,8 @@ fn finish(
     pool: &ProbeSet,
     lines: &Lines,
 ) -> Result<Pack, AuditError> {
-    let subdirs = |sub: &str| -> Result<Vec<PathBuf>, AuditError> {
-        let root = dir.join(sub);
-        if !root.exists() {
-            return Ok(Vec::new());
-        }
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
-            .map_err(AuditError::io(&root))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_dir())
-            .collect();
-        v.sort();
-        Ok(v)
-    };
-    let references = subdirs(REFERENCES)?;
-    let repeats = subdirs(REPEATS)?;
+    let references = dataset_dirs(dir, REFERENCES)?;
+    let repeats = dataset_dirs(dir, REPEATS)?;
     if sources.len() < 2 {
         return Err(AuditError::Usage(format!(
             "{}: references of {} platform only: a verdict weighs the claim against alternatives\nhint: add --formats (llama.cpp here) or another --reference-endpoint URL --label PLATFORM (e.g. the same API at another precision)",

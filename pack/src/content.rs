@@ -20,8 +20,7 @@ pub struct Pack {
 }
 
 fn sha256_file(path: &Path) -> Result<String, PackError> {
-    let bytes = std::fs::read(path).map_err(PackError::io(path))?;
-    Ok(hex::encode(Sha256::digest(&bytes)))
+    Ok(hspi_datasets::store::sha256_file(path)?)
 }
 
 /// Every file under `dir` but the manifest, as `/`-separated relative paths, sorted.
@@ -57,6 +56,22 @@ fn content_id(manifest: &PackManifest) -> String {
     m.id = String::new();
     let json = serde_json::to_vec(&m).expect("a manifest always serialises");
     hex::encode(Sha256::digest(&json))
+}
+
+/// The dataset directories under `dir/sub` (references/ or repeats/), sorted; none if absent.
+/// Also read while a pack is being built, before it is sealed.
+pub fn dataset_dirs(dir: &Path, sub: &str) -> Result<Vec<PathBuf>, PackError> {
+    let root = dir.join(sub);
+    if !root.exists() {
+        return Ok(Vec::new());
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map_err(PackError::io(&root))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
 }
 
 /// Hash every file in `dir`, stamp the manifest with the table and its id, and write pack.json.
@@ -160,28 +175,14 @@ impl Pack {
         self.dir.join(CLASSIFIER)
     }
 
-    fn dirs_under(&self, sub: &str) -> Result<Vec<PathBuf>, PackError> {
-        let root = self.dir.join(sub);
-        if !root.exists() {
-            return Ok(Vec::new());
-        }
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-            .map_err(PackError::io(&root))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_dir())
-            .collect();
-        dirs.sort();
-        Ok(dirs)
-    }
-
     /// The reference datasets, one directory each.
     pub fn reference_dirs(&self) -> Result<Vec<PathBuf>, PackError> {
-        self.dirs_under(REFERENCES)
+        dataset_dirs(&self.dir, REFERENCES)
     }
 
     /// The repeated answers (determinism flags), one directory each.
     pub fn repeat_dirs(&self) -> Result<Vec<PathBuf>, PackError> {
-        self.dirs_under(REPEATS)
+        dataset_dirs(&self.dir, REPEATS)
     }
 
     /// The billing counts (None when the pack has none).

@@ -5,6 +5,8 @@ use thiserror::Error;
 /// One variant per fault a pack can have; every message names the pack and the file.
 #[derive(Debug, Error)]
 pub enum PackError {
+    #[error(transparent)]
+    Dataset(#[from] hspi_datasets::DatasetError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

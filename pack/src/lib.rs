@@ -13,7 +13,7 @@ mod error;
 mod installed;
 mod manifest;
 
-pub use content::{seal, Pack};
+pub use content::{dataset_dirs, seal, Pack};
 pub use draw::{draw, fresh_seed, Draw};
 pub use error::PackError;
 pub use installed::{copy_tree, find_installed, install, installed, listing, packs_dir};

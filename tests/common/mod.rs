@@ -7,6 +7,11 @@ pub mod proxy;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The SmolLM2 audit pack shipped in the repository.
+pub fn shipped_pack() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/smollm2-llamacpp")
+}
+
 pub fn hspi() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hspi"));
     c.env_remove("RUST_BACKTRACE").env("NO_COLOR", "1");

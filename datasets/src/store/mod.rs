@@ -19,6 +19,7 @@ mod reader;
 mod writer;
 
 pub use checksums::Checksums;
+pub use fsutil::sha256_file;
 pub use line::{decode_line, encode_line, LineError};
 pub use many::{load_one_model, load_same_probes, OneModel};
 pub use merge::{merge, MergeSummary};

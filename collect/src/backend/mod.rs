@@ -137,6 +137,11 @@ pub fn gpus_for(platforms: &[Platform]) -> Vec<GpuInfo> {
     gpus
 }
 
+/// This machine's GPUs, as the backends that drive one see them (none without the cuda feature).
+pub fn local_gpus() -> Vec<GpuInfo> {
+    BACKENDS.iter().flat_map(|b| b.gpus()).collect()
+}
+
 /// The default grid of `hspi collect`: every default backend's platforms for `model`, skipping
 /// backends that do not run it.
 pub fn default_grid(model: ModelId) -> Vec<Platform> {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hspi_datasets::{
-    manifest::unix_now, DatasetWriter, Manifest, ModelInfo, OpenMode, Platform, ProbeInput,
-    ProbeSet, Record, SCHEMA_VERSION,
+    manifest::unix_now, DatasetWriter, Hardware, Manifest, ModelInfo, OpenMode, Platform,
+    ProbeInput, ProbeSet, Record, SCHEMA_VERSION,
 };
 
 use super::{new_session, probe_set_info};
@@ -116,6 +116,14 @@ fn shape(o: &EndpointOptions) -> Result<&'static dyn ApiShape> {
     }
 }
 
+/// `http://127.0.0.1…`, `http://localhost…` or `http://[::1]…`.
+fn is_loopback(url: &str) -> bool {
+    let host = url.split("://").nth(1).unwrap_or(url);
+    ["127.0.0.1", "localhost", "[::1]"]
+        .iter()
+        .any(|h| host.starts_with(h) && host[h.len()..].starts_with([':', '/']) || host == *h)
+}
+
 impl EndpointSession {
     /// Open the endpoint's dataset in `out` for `probes` (text prompts).
     pub fn open(
@@ -152,7 +160,17 @@ impl EndpointSession {
             platforms: o.label.iter().cloned().collect(),
             sessions: Vec::new(),
         };
-        let writer = DatasetWriter::open(out, &manifest, &probes, new_session(command), mode)?;
+        let mut session = new_session(command);
+        // A GPU-labelled engine served on this machine (a reference collection beside the
+        // server): the provenance names the GPUs here. A remote server's GPUs are unknown.
+        if o.label
+            .as_ref()
+            .is_some_and(|p| matches!(p.hardware, Hardware::Cuda { .. }))
+            && is_loopback(&o.url)
+        {
+            session.provenance.gpus = crate::backend::local_gpus();
+        }
+        let writer = DatasetWriter::open(out, &manifest, &probes, session, mode)?;
         let journal_path = o
             .journal
             .clone()
@@ -302,5 +320,19 @@ impl EndpointSession {
     pub fn finish(self) -> Result<Spent> {
         self.writer.finish()?;
         Ok(self.budget.spent())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback;
+
+    #[test]
+    fn only_this_machine_counts_as_loopback() {
+        assert!(is_loopback("http://127.0.0.1:8080/v1/chat/completions"));
+        assert!(is_loopback("http://localhost/v1"));
+        assert!(is_loopback("http://[::1]:9000/v1"));
+        assert!(!is_loopback("https://127.0.0.1.example.com/v1"));
+        assert!(!is_loopback("https://api.example.com/v1"));
     }
 }

@@ -13,6 +13,9 @@ pub enum EngineKind {
     Cublas,
     LlamaCpp,
     Vllm,
+    /// PyTorch/transformers, served by `.ci/transformers-serve` (version and attention kernel
+    /// in the version slug: `transformers-5.23.0-sdpa`).
+    Transformers,
     Http,
 }
 
@@ -23,12 +26,13 @@ pub struct Engine {
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 6] = [
+    pub const ALL: [EngineKind; 7] = [
         EngineKind::Candle,
         EngineKind::Emulated,
         EngineKind::Cublas,
         EngineKind::LlamaCpp,
         EngineKind::Vllm,
+        EngineKind::Transformers,
         EngineKind::Http,
     ];
     pub fn as_str(self) -> &'static str {
@@ -38,6 +42,7 @@ impl EngineKind {
             EngineKind::Cublas => "cublas",
             EngineKind::LlamaCpp => "llamacpp",
             EngineKind::Vllm => "vllm",
+            EngineKind::Transformers => "transformers",
             EngineKind::Http => "http",
         }
     }

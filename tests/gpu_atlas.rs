@@ -5,16 +5,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
 use common::*;
 use hspi_datasets::Dataset;
-
-fn atlas(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("datasets/atlas")
-        .join(name)
-}
 
 /// Collect `platforms` on this machine over the atlas dataset's own probe set, then group the
 /// atlas and the local records together: each class's members.

@@ -11,12 +11,6 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 
-fn atlas(dir: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("datasets/atlas")
-        .join(dir)
-}
-
 /// `dir/PREFIX*SUFFIX`: one dataset per format.
 fn sets(dir: &str, prefix: &str, suffix: &str) -> Vec<String> {
     let mut dirs: Vec<String> = std::fs::read_dir(atlas(dir))
@@ -73,16 +67,6 @@ fn audits(
     serde_json::from_str(&r.stdout).unwrap()
 }
 
-fn count(tally: &serde_json::Value, dimension: &str, status: &str) -> u64 {
-    tally["dimensions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d[0] == dimension)
-        .and_then(|d| d[1][status].as_u64())
-        .unwrap_or(0)
-}
-
 #[test]
 fn serving_changes_that_keep_the_format_are_never_accused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -113,14 +97,14 @@ fn serving_changes_that_keep_the_format_are_never_accused() {
             "{variant} claimed {format}: {}",
             honest["verdicts"]
         ));
-        assert_eq!(count(&honest, "format", "mismatch"), 0, "{honest}");
+        assert_eq!(tally(&honest, "format", "mismatch"), 0, "{honest}");
         assert_eq!(honest["verdicts"]["mismatch"], serde_json::Value::Null);
         // Measured when committed: the format consistent in 200 of 200 audits of every variant.
-        assert!(count(&honest, "format", "consistent") >= 198, "{honest}");
+        assert!(tally(&honest, "format", "consistent") >= 198, "{honest}");
         if format.starts_with('q') {
             let sold = audits(&model, &refs, &served, "*/llamacpp/f16/*", 256);
             table.push(format!("{variant} claimed f16: {}", sold["verdicts"]));
-            assert!(count(&sold, "format", "mismatch") >= 198, "{sold}");
+            assert!(tally(&sold, "format", "mismatch") >= 198, "{sold}");
         }
     }
     eprintln!("{}", table.join("\n"));
@@ -144,9 +128,9 @@ fn format_substitution_is_caught_across_instruction_sets_within_64_tokens() {
                 t["verdicts"]
             ));
             if format == "f16" {
-                assert_eq!(count(&t, "format", "mismatch"), 0, "{t}");
+                assert_eq!(tally(&t, "format", "mismatch"), 0, "{t}");
             } else {
-                assert!(count(&t, "format", "mismatch") >= 198, "{t}");
+                assert!(tally(&t, "format", "mismatch") >= 198, "{t}");
             }
         }
     }

@@ -151,6 +151,15 @@ fn llr_between(on: &[bool], cumulative: &[f64]) -> Option<f64> {
     (on.contains(&false) && on.contains(&true)).then(|| best(false) - best(true))
 }
 
+/// The sequential test's thresholds: Wald's, and the format evidence's own accusing one (see
+/// `VerifyParams::format_accuse_threshold`).
+#[derive(Debug, Clone, Copy)]
+pub struct Thresholds {
+    pub accuse: f64,
+    pub accept: f64,
+    pub format_accuse: f64,
+}
+
 /// The verdict on each dimension the claim names. `cumulative` holds each class's summed
 /// log-likelihood; `format` the scores the format dimension is decided from (the summed format
 /// evidence that tolerates a change of hardware or build, or `cumulative` where there is none);
@@ -160,7 +169,7 @@ pub fn dimension_verdicts(
     classes: &[ClassLabel],
     cumulative: &[f64],
     format: &[f64],
-    (accuse, accept): (f64, f64),
+    t: Thresholds,
     unknown: bool,
 ) -> Vec<DimensionVerdict> {
     let best_class = hspi_datasets::top_label(cumulative);
@@ -179,10 +188,15 @@ pub fn dimension_verdicts(
             // The format is weighed by evidence that tolerates a change of hardware or build, so
             // it is decided even when the answers match no known class exactly; the other
             // dimensions are then unknown.
+            let accuse = if d == Dimension::Format {
+                t.format_accuse
+            } else {
+                t.accuse
+            };
             let decided = |v: f64| {
                 if v >= accuse {
                     Some(DimensionStatus::Mismatch)
-                } else if v <= accept {
+                } else if v <= t.accept {
                     Some(DimensionStatus::Consistent)
                 } else {
                     None
@@ -249,7 +263,11 @@ mod tests {
         ]
     }
 
-    const THRESHOLDS: (f64, f64) = (4.6, -4.6);
+    const THRESHOLDS: Thresholds = Thresholds {
+        accuse: 4.6,
+        accept: -4.6,
+        format_accuse: 4.6,
+    };
 
     #[test]
     fn the_format_can_be_settled_while_the_hardware_is_not() {

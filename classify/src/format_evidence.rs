@@ -80,7 +80,7 @@ impl FormatReferences {
             .collect::<Option<_>>()?;
         // The nearest format to the base (the least pattern where every format is matched)
         // bounds the noise of a change of hardware or build in every contest.
-        let common = matched(answer, &refs);
+        let (common, _) = matched(answer, &refs);
         let nearest = (1..refs.len())
             .map(|k| (k, pattern_variance(&common, k)))
             .filter(|(_, v)| *v > FLOOR)
@@ -101,7 +101,7 @@ impl FormatReferences {
                 at.sort_unstable();
                 at.dedup();
                 let sub: Vec<&View> = at.iter().map(|i| refs[*i]).collect();
-                let values = matched(answer, &sub);
+                let (values, steps) = matched(answer, &sub);
                 let column = |f: usize| at.iter().position(|i| *i == f).expect("listed");
                 let mut noise = pattern_variance(&values, column(nearest));
                 if values.is_empty() || noise <= FLOOR {
@@ -110,13 +110,19 @@ impl FormatReferences {
                 noise += rounding;
                 // The base against the nearest format is a contest at the scale of the noise
                 // itself: there the variances are left free, so only the direction of the
-                // deviation counts (engines move values about as far as F16 does).
+                // deviation counts (engines move values about as far as F16 does). The values
+                // of one step move together (a shifted logit moves its whole top list), so
+                // there each step counts once: an engine whose noise is several times the
+                // pattern's would otherwise win or lose the direction by chance at full weight
+                // (PyTorch's f32 against llama.cpp's F32 and F16: 2 of 200 audits accused).
+                let mut weight = 1.0;
                 if (g, h) == (0, nearest) {
                     noise = f64::INFINITY;
+                    weight = steps as f64 / values.len() as f64;
                 }
                 let lg = log_likelihood(&values, column(g), noise);
                 let lh = log_likelihood(&values, column(h), noise);
-                let d = (lg - lh).clamp(-cap, cap);
+                let d = (weight * (lg - lh)).clamp(-cap, cap);
                 worst[g] = worst[g].min(d);
                 worst[h] = worst[h].min(-d);
             }
@@ -143,8 +149,9 @@ impl FormatReferences {
 /// `[answer, base, format…]` values at the same place: every logit, or each top-list entry the
 /// answer and every reference share, step by step while the answer's tokens agree with all the
 /// references (the step where they part still had the same context). Every format is weighed on
-/// the same values, so their log-likelihoods compare.
-fn matched(answer: &View, refs: &[&View]) -> Vec<Vec<f64>> {
+/// the same values, so their log-likelihoods compare. Also the number of independent
+/// observations among them: the steps they come from (every logit counts for itself).
+fn matched(answer: &View, refs: &[&View]) -> (Vec<Vec<f64>>, usize) {
     if let View::Logits(x) = answer {
         let logits: Option<Vec<&Vec<f32>>> = refs
             .iter()
@@ -154,15 +161,17 @@ fn matched(answer: &View, refs: &[&View]) -> Vec<Vec<f64>> {
             })
             .collect();
         let Some(logits) = logits else {
-            return Vec::new();
+            return (Vec::new(), 0);
         };
-        return (0..x.len())
+        let values: Vec<Vec<f64>> = (0..x.len())
             .map(|i| {
                 std::iter::once(f64::from(x[i]))
                     .chain(logits.iter().map(|r| f64::from(r[i])))
                     .collect()
             })
             .collect();
+        let n = values.len();
+        return (values, n);
     }
     let (View::Steps { steps: x, .. }, Some(steps)) = (
         answer,
@@ -173,23 +182,26 @@ fn matched(answer: &View, refs: &[&View]) -> Vec<Vec<f64>> {
             })
             .collect::<Option<Vec<_>>>(),
     ) else {
-        return Vec::new();
+        return (Vec::new(), 0);
     };
     let mut out = Vec::new();
+    let mut used = 0;
     for (i, step) in x.iter().enumerate() {
         let Some(at): Option<Vec<&StepView>> = steps.iter().map(|s| s.get(i)).collect() else {
             break;
         };
+        let before = out.len();
         out.extend(step.top.iter().filter_map(|(k, v)| {
             std::iter::once(Some(f64::from(*v)))
                 .chain(at.iter().map(|r| entry(r, k)))
                 .collect::<Option<Vec<f64>>>()
         }));
+        used += usize::from(out.len() > before);
         if at.iter().any(|r| r.key != step.key) {
             break;
         }
     }
-    out
+    (out, used)
 }
 
 fn entry(step: &StepView, key: &str) -> Option<f64> {

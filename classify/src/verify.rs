@@ -9,7 +9,9 @@ use hspi_datasets::top_label;
 use hspi_datasets::{Dimension, Outputs, PlatformPattern, Presentation, Record};
 use serde::{Deserialize, Serialize};
 
-use crate::dimension_verdict::{dimension_llr, dimension_verdicts, on_claim, DimensionVerdict};
+use crate::dimension_verdict::{
+    dimension_llr, dimension_verdicts, on_claim, DimensionVerdict, Thresholds,
+};
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
@@ -76,6 +78,15 @@ impl VerifyParams {
     pub fn thresholds(&self) -> (f64, f64) {
         let (a, b) = (self.false_accusation, self.false_acceptance);
         (((1.0 - b) / a).ln(), (b / (1.0 - a)).ln())
+    }
+
+    /// The format evidence's accusing threshold: one capped answer beyond Wald's. That evidence
+    /// is a bounded model of engines hspi never ran, not a calibrated likelihood: at Wald's
+    /// threshold alone, PyTorch's fp16 under load was accused in 1 of 200 audits against
+    /// llama.cpp references (datasets/atlas/transformers-cpu); one answer more removed that and
+    /// caught every measured substitution as before.
+    pub fn format_accuse_threshold(&self) -> f64 {
+        self.thresholds().0 + FORMAT_CAP
     }
 }
 
@@ -636,7 +647,8 @@ impl<'a> Verifier<'a> {
     /// dimension; a consistent format leaves the rest unknown and the verdict inconclusive,
     /// because an honest provider on a stack hspi has no reference for looks exactly so.
     fn unknown(&self, reason: String) -> Verdict {
-        let (accuse, accept) = self.params.thresholds();
+        let accept = self.params.thresholds().1;
+        let accuse = self.params.format_accuse_threshold();
         match self.format_llr() {
             Some(v) if v >= accuse => self.format_mismatch(),
             Some(v) if v <= accept => Verdict::Inconclusive {
@@ -697,8 +709,9 @@ impl<'a> Verifier<'a> {
             });
         }
         let (accuse, accept) = self.params.thresholds();
+        let format_accuse = self.params.format_accuse_threshold();
         let format = self.format_llr();
-        if self.formats.is_some() && format.is_some_and(|v| v >= accuse) {
+        if self.formats.is_some() && format.is_some_and(|v| v >= format_accuse) {
             return Some(self.format_mismatch());
         }
         // The classes differ on nothing claimed but the format, which is settled.
@@ -710,7 +723,7 @@ impl<'a> Verifier<'a> {
             if let Some(reason) = self.open_set_unknown() {
                 // The format evidence accumulates more slowly than the classes' (capped lower):
                 // an unknown stack is settled once the format is, or the budget ends.
-                let open = format.is_some_and(|v| v > accept && v < accuse);
+                let open = format.is_some_and(|v| v > accept && v < format_accuse);
                 if self.formats.is_some() && open && self.can_continue(0) {
                     return None;
                 }
@@ -834,8 +847,9 @@ impl<'a> Verifier<'a> {
                 self.text_only_limits()
             } else if llr >= accuse {
                 format!(
-                    "the answers are nearer a class off the claimed format than the claimed one (log-likelihood ratio {llr:.2}), but the format evidence that tolerates hardware and build differences does not find the format wrong (format log-likelihood ratio {:.2}, accusing at {accuse:.2}) within the budget ({} queries, {} output tokens)",
+                    "the answers are nearer a class off the claimed format than the claimed one (log-likelihood ratio {llr:.2}), but the format evidence that tolerates hardware and build differences does not find the format wrong (format log-likelihood ratio {:.2}, accusing at {:.2}) within the budget ({} queries, {} output tokens)",
                     self.format_llr().unwrap_or(0.0),
+                    self.params.format_accuse_threshold(),
                     self.evidence.len(),
                     self.tokens
                 )
@@ -872,7 +886,16 @@ impl<'a> Verifier<'a> {
             &self.model.classes,
             &self.cumulative,
             self.format_scores(),
-            (accuse, accept),
+            Thresholds {
+                accuse,
+                accept,
+                // Without format evidence the format is weighed on the classes' evidence.
+                format_accuse: if self.formats.is_some() {
+                    self.params.format_accuse_threshold()
+                } else {
+                    accuse
+                },
+            },
             self.open_set_unknown().is_some(),
         );
         VerifyReport {

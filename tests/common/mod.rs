@@ -12,6 +12,24 @@ pub fn shipped_pack() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/smollm2-llamacpp")
 }
 
+/// A directory of the committed atlas, `datasets/atlas/NAME`.
+pub fn atlas(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/atlas")
+        .join(name)
+}
+
+/// How many of `hspi verify --audits N --json`'s audits gave `status` on `dimension`.
+pub fn tally(verify: &serde_json::Value, dimension: &str, status: &str) -> u64 {
+    verify["dimensions"]
+        .as_array()
+        .expect("a verify tally has dimensions")
+        .iter()
+        .find(|d| d[0] == dimension)
+        .and_then(|d| d[1][status].as_u64())
+        .unwrap_or(0)
+}
+
 pub fn hspi() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hspi"));
     c.env_remove("RUST_BACKTRACE").env("NO_COLOR", "1");

@@ -47,25 +47,7 @@ fn candle_references_decide_the_format_of_llama_cpp_answers_and_never_wrongly() 
                 &[served, "f16"]
             };
             for &claimed in claims {
-                let claim = format!("*/*/{claimed}/*");
-                let mut args = vec![
-                    "verify",
-                    set.to_str().unwrap(),
-                    "--json",
-                    "--classifier",
-                    model.to_str().unwrap(),
-                    "--claim",
-                    &claim,
-                    "--audits",
-                    "200",
-                    "--max-tokens-total",
-                    "64",
-                    "--references",
-                ];
-                args.extend(refs.iter().map(String::as_str));
-                let r = run(&args);
-                assert_eq!(r.code, 0, "{}", r.stderr);
-                let t: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+                let t = audits(&model, &refs, &set, &format!("*/*/{claimed}/*"), 64);
                 table.push(format!(
                     "llama.cpp {isa} {served} claimed {claimed}: format {}",
                     t["dimensions"]

@@ -38,35 +38,6 @@ fn classifier(dir: &Path, isa: &str) -> PathBuf {
     path
 }
 
-/// `hspi verify --audits 200` of one dataset: the tally.
-fn audits(
-    classifier: &Path,
-    refs: &[String],
-    served: &Path,
-    claim: &str,
-    max_tokens: u64,
-) -> serde_json::Value {
-    let tokens = max_tokens.to_string();
-    let mut args = vec![
-        "verify",
-        served.to_str().unwrap(),
-        "--json",
-        "--classifier",
-        classifier.to_str().unwrap(),
-        "--claim",
-        claim,
-        "--audits",
-        "200",
-        "--max-tokens-total",
-        &tokens,
-        "--references",
-    ];
-    args.extend(refs.iter().map(String::as_str));
-    let r = run(&args);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    serde_json::from_str(&r.stdout).unwrap()
-}
-
 #[test]
 fn serving_changes_that_keep_the_format_are_never_accused() {
     let tmp = tempfile::tempdir().unwrap();

@@ -164,31 +164,20 @@ fn load_variation_figures_in_the_atlas_readme_match_the_data() {
 }
 
 /// `hspi verify --audits 200` of one served dataset against the CPU llama.cpp grid only.
-fn audit(classifier: &str, served: &std::path::Path, claim: &str) -> serde_json::Value {
+fn audit(classifier: &std::path::Path, served: &std::path::Path, claim: &str) -> serde_json::Value {
     let split = if name(served).ends_with("-train") {
         "train"
     } else {
         "unseen"
     };
     let refs = cpu_grid(split, true);
-    let claim = format!("*/*/{claim}/*");
-    let mut args = vec![
-        "verify",
-        served.to_str().unwrap(),
-        "--json",
-        "--classifier",
+    audits(
         classifier,
-        "--claim",
-        &claim,
-        "--audits",
-        "200",
-        "--max-tokens-total",
-        "64",
-        "--references",
-    ];
-    args.extend(strs(&refs));
-    let r = ok(&args);
-    serde_json::from_str(&r.stdout).unwrap()
+        &strs(&refs),
+        served,
+        &format!("*/*/{claim}/*"),
+        64,
+    )
 }
 
 /// The auditor owns neither the engine nor the GPU: the classifier and references are the CPU
@@ -198,9 +187,8 @@ fn audit(classifier: &str, served: &std::path::Path, claim: &str) -> serde_json:
 fn an_auditor_without_the_engine_never_accuses_the_served_format_and_catches_substitutions() {
     let tmp = tempfile::tempdir().unwrap();
     let model = tmp.path().join("cpu-llama.json");
-    let model = model.to_str().unwrap();
     let train = cpu_grid("train", true);
-    let mut args = vec!["train", "--out", model];
+    let mut args = vec!["train", "--out", model.to_str().unwrap()];
     args.extend(strs(&train));
     ok(&args);
     let mut table = Vec::new();
@@ -210,7 +198,7 @@ fn an_auditor_without_the_engine_never_accuses_the_served_format_and_catches_sub
         answers.extend(sets(&dir, "-load-train"));
         for served in answers {
             let format = identity(&label(&served)).2;
-            let sold = audit(model, &served, "f16");
+            let sold = audit(&model, &served, "f16");
             let line = |claim: &str, t: &serde_json::Value| {
                 format!(
                     "{dir_name}/{} claimed {claim}: format {}",
@@ -226,7 +214,7 @@ fn an_auditor_without_the_engine_never_accuses_the_served_format_and_catches_sub
                 // The issue's bar for a quantised model sold as F16: 99 % within 64 tokens.
                 "q8_0" | "q4_0" => {
                     assert!(tally(&sold, "format", "mismatch") >= 198, "{sold}");
-                    let honest = audit(model, &served, &format);
+                    let honest = audit(&model, &served, &format);
                     table.push(line(&format, &honest));
                     assert_eq!(tally(&honest, "format", "mismatch"), 0, "{honest}");
                 }
@@ -237,7 +225,7 @@ fn an_auditor_without_the_engine_never_accuses_the_served_format_and_catches_sub
                 // called consistent, within the verifier's false-acceptance target (1 %).
                 _ => {
                     assert!(tally(&sold, "format", "consistent") <= 2, "{sold}");
-                    let honest = audit(model, &served, &format);
+                    let honest = audit(&model, &served, &format);
                     table.push(line(&format, &honest));
                     assert_eq!(tally(&honest, "format", "mismatch"), 0, "{honest}");
                 }

@@ -19,6 +19,36 @@ pub fn atlas(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// `hspi verify --audits 200 --json` of the `served` dataset against `claim`, with `classifier`
+/// and `refs`, each audit stopping before `max_tokens` output tokens: the tally.
+pub fn audits<R: AsRef<str>>(
+    classifier: &Path,
+    refs: &[R],
+    served: &Path,
+    claim: &str,
+    max_tokens: u64,
+) -> serde_json::Value {
+    let tokens = max_tokens.to_string();
+    let mut args = vec![
+        "verify",
+        served.to_str().unwrap(),
+        "--json",
+        "--classifier",
+        classifier.to_str().unwrap(),
+        "--claim",
+        claim,
+        "--audits",
+        "200",
+        "--max-tokens-total",
+        &tokens,
+        "--references",
+    ];
+    args.extend(refs.iter().map(AsRef::as_ref));
+    let r = run(&args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
 /// How many of `hspi verify --audits N --json`'s audits gave `status` on `dimension`.
 pub fn tally(verify: &serde_json::Value, dimension: &str, status: &str) -> u64 {
     verify["dimensions"]

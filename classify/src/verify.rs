@@ -620,6 +620,16 @@ impl<'a> Verifier<'a> {
         )
     }
 
+    /// The threshold a format accusation needs: the format evidence's own where there is some,
+    /// else Wald's (the format is then weighed on the classes' evidence).
+    fn format_accuse(&self) -> f64 {
+        if self.formats.is_some() {
+            self.params.format_accuse_threshold()
+        } else {
+            self.params.thresholds().0
+        }
+    }
+
     /// The per-class scores the format dimension is decided from.
     fn format_scores(&self) -> &[f64] {
         if self.formats.is_some() {
@@ -648,7 +658,7 @@ impl<'a> Verifier<'a> {
     /// because an honest provider on a stack hspi has no reference for looks exactly so.
     fn unknown(&self, reason: String) -> Verdict {
         let accept = self.params.thresholds().1;
-        let accuse = self.params.format_accuse_threshold();
+        let accuse = self.format_accuse();
         match self.format_llr() {
             Some(v) if v >= accuse => self.format_mismatch(),
             Some(v) if v <= accept => Verdict::Inconclusive {
@@ -709,7 +719,7 @@ impl<'a> Verifier<'a> {
             });
         }
         let (accuse, accept) = self.params.thresholds();
-        let format_accuse = self.params.format_accuse_threshold();
+        let format_accuse = self.format_accuse();
         let format = self.format_llr();
         if self.formats.is_some() && format.is_some_and(|v| v >= format_accuse) {
             return Some(self.format_mismatch());
@@ -849,7 +859,7 @@ impl<'a> Verifier<'a> {
                 format!(
                     "the answers are nearer a class off the claimed format than the claimed one (log-likelihood ratio {llr:.2}), but the format evidence that tolerates hardware and build differences does not find the format wrong (format log-likelihood ratio {:.2}, accusing at {:.2}) within the budget ({} queries, {} output tokens)",
                     self.format_llr().unwrap_or(0.0),
-                    self.params.format_accuse_threshold(),
+                    self.format_accuse(),
                     self.evidence.len(),
                     self.tokens
                 )
@@ -889,12 +899,7 @@ impl<'a> Verifier<'a> {
             Thresholds {
                 accuse,
                 accept,
-                // Without format evidence the format is weighed on the classes' evidence.
-                format_accuse: if self.formats.is_some() {
-                    self.params.format_accuse_threshold()
-                } else {
-                    accuse
-                },
+                format_accuse: self.format_accuse(),
             },
             self.open_set_unknown().is_some(),
         );

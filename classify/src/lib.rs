@@ -1,6 +1,7 @@
 //! Feature extractors, classifiers, EQC grouping and the verifier.
 
 pub mod audit;
+pub mod change_point;
 pub mod determinism;
 pub mod dimension_verdict;
 pub mod eqc;

@@ -14,6 +14,8 @@ mod pack_audit;
 mod pack_build;
 mod setup;
 mod train;
+mod watch;
+mod watch_log;
 
 pub use atlas_plan::plan_atlas;
 pub use collect_grid::{collect_grid, GridCollection};
@@ -28,6 +30,11 @@ pub use pack_build::{
 };
 pub use setup::{load_references, repeat_verify_datasets, verify_datasets, VerifySetup};
 pub use train::{train, TrainOptions, TrainSpec, Trained};
+pub use watch::{
+    findings, round_dir, run_watch, Clock, ProviderFindings, RoundAuditor, SystemClock, WatchPlan,
+    WatchProvider,
+};
+pub use watch_log::{read_records, RoundOutcome, RoundRecord, WatchLog};
 
 /// Where a workflow's lines go: data for stdout, status for stderr (the binary's printer).
 pub struct Lines<'a> {

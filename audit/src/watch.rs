@@ -1,0 +1,361 @@
+//! Watching providers over rounds (`hspi watch`): every round audits every provider in a random
+//! order, at jittered times, appending each outcome to the durable log as it ends; a rerun skips
+//! what the log holds. Findings (each provider's state and changes per dimension) are computed
+//! from the log alone, so `--replay` re-applies today's statistics to past rounds.
+//!
+//! The auditor and the clock are traits, so the loop runs under test without endpoints or waits.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hspi_classify::change_point::{state_changes, Change, ChangeParams, RoundEvidence};
+use hspi_datasets::manifest::unix_now;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AuditError;
+use crate::watch_log::{RoundOutcome, RoundRecord, WatchLog};
+
+/// One watched provider: a name for the reports, its endpoint and what it claims.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchProvider {
+    pub name: String,
+    pub url: String,
+    pub claim: String,
+    /// The environment variable holding its API key, if it needs one.
+    pub api_key_env: Option<String>,
+}
+
+/// Runs one audit of one provider, writing its answers and report under `out`.
+pub trait RoundAuditor {
+    fn audit(
+        &mut self,
+        provider: &WatchProvider,
+        round: u32,
+        out: &Path,
+    ) -> Result<RoundOutcome, AuditError>;
+}
+
+/// Waits between rounds (a real sleep, or nothing under test).
+pub trait Clock {
+    fn sleep(&mut self, d: Duration);
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn sleep(&mut self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
+/// Checked parameters of a watch.
+#[derive(Debug, Clone)]
+pub struct WatchPlan {
+    providers: Vec<WatchProvider>,
+    rounds: u32,
+    every: Duration,
+    /// Each wait is `every` times a factor drawn in [1 − jitter, 1 + jitter].
+    jitter: f64,
+    seed: u64,
+}
+
+impl WatchPlan {
+    pub fn new(
+        providers: Vec<WatchProvider>,
+        rounds: u32,
+        every: Duration,
+        jitter: f64,
+        seed: u64,
+    ) -> Result<WatchPlan, AuditError> {
+        if providers.is_empty() {
+            return Err(AuditError::Usage(
+                "hspi watch needs at least one --provider NAME=URL".into(),
+            ));
+        }
+        let mut names: Vec<&str> = providers.iter().map(|p| p.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(AuditError::Usage(format!(
+                "--provider {} is named twice",
+                w[0]
+            )));
+        }
+        if rounds == 0 || !(0.0..1.0).contains(&jitter) {
+            return Err(AuditError::Usage(format!(
+                "--rounds must be at least 1 and the jitter in [0, 1), not {rounds} and {jitter}"
+            )));
+        }
+        Ok(WatchPlan {
+            providers,
+            rounds,
+            every,
+            jitter,
+            seed,
+        })
+    }
+}
+
+/// Where round `round`'s audit of `provider` keeps its answers and report.
+pub fn round_dir(dir: &Path, round: u32, provider: &str) -> PathBuf {
+    dir.join(format!("round-{round:04}")).join(provider)
+}
+
+/// Run the watch in `dir`, resuming from its log; `on_round` sees each outcome as it is logged.
+pub fn run_watch(
+    plan: &WatchPlan,
+    dir: &Path,
+    auditor: &mut dyn RoundAuditor,
+    clock: &mut dyn Clock,
+    on_round: &mut dyn FnMut(&RoundRecord),
+) -> Result<Vec<RoundRecord>, AuditError> {
+    let mut log = WatchLog::open(dir)?;
+    let mut records = log.records()?;
+    for round in 1..=plan.rounds {
+        let mut rng = ChaCha8Rng::seed_from_u64(plan.seed ^ u64::from(round));
+        let mut order: Vec<&WatchProvider> = plan.providers.iter().collect();
+        order.shuffle(&mut rng);
+        let mut audited = false;
+        for provider in order {
+            if records
+                .iter()
+                .any(|r| r.round == round && r.provider == provider.name)
+            {
+                continue;
+            }
+            let out = round_dir(dir, round, &provider.name);
+            let started_unix = unix_now();
+            let outcome = auditor.audit(provider, round, &out)?;
+            let record = RoundRecord {
+                round,
+                provider: provider.name.clone(),
+                started_unix,
+                out,
+                outcome,
+            };
+            log.append(&record)?;
+            on_round(&record);
+            records.push(record);
+            audited = true;
+        }
+        if audited && round < plan.rounds {
+            let factor = 1.0 + plan.jitter * (2.0 * rng.random::<f64>() - 1.0);
+            clock.sleep(plan.every.mul_f64(factor));
+        }
+    }
+    Ok(records)
+}
+
+/// Each provider's states and changes per dimension, from the logged rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderFindings {
+    pub provider: String,
+    pub rounds: usize,
+    /// The first state established on each dimension, then each change (`Change::is_change`).
+    pub states: Vec<Change>,
+}
+
+impl ProviderFindings {
+    pub fn changes(&self) -> impl Iterator<Item = &Change> {
+        self.states.iter().filter(|c| c.is_change())
+    }
+}
+
+pub fn findings(records: &[RoundRecord], params: ChangeParams) -> Vec<ProviderFindings> {
+    let mut by_provider: BTreeMap<&str, Vec<&RoundRecord>> = BTreeMap::new();
+    for r in records {
+        by_provider.entry(&r.provider).or_default().push(r);
+    }
+    by_provider
+        .into_iter()
+        .map(|(provider, mut rounds)| {
+            rounds.sort_by_key(|r| r.round);
+            let mut per_dimension: BTreeMap<_, Vec<RoundEvidence>> = BTreeMap::new();
+            for r in &rounds {
+                for d in &r.outcome.dimensions {
+                    per_dimension
+                        .entry(d.dimension)
+                        .or_default()
+                        .push(RoundEvidence {
+                            round: r.round,
+                            status: d.status,
+                            nearest: d.nearest.clone(),
+                            log_likelihood_ratio: d.log_likelihood_ratio,
+                        });
+                }
+            }
+            ProviderFindings {
+                provider: provider.to_string(),
+                rounds: rounds.len(),
+                states: per_dimension
+                    .into_iter()
+                    .flat_map(|(d, ev)| state_changes(d, &ev, params))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use hspi_classify::dimension_verdict::{DimensionStatus, DimensionVerdict};
+    use hspi_datasets::Dimension;
+
+    use super::*;
+
+    fn provider(name: &str) -> WatchProvider {
+        WatchProvider {
+            name: name.into(),
+            url: format!("http://{name}.invalid/v1/chat/completions"),
+            claim: "*/*/f16/*".into(),
+            api_key_env: None,
+        }
+    }
+
+    /// A serves F16 throughout, B Q8_0 throughout, C F16 until round 10 and Q4_0 after;
+    /// every fourth audit of C before the switch is inconclusive. Fails once, if asked, to
+    /// stand for a kill.
+    struct Mock {
+        fail_at: Option<(u32, String)>,
+        audits: usize,
+    }
+
+    impl RoundAuditor for Mock {
+        fn audit(
+            &mut self,
+            p: &WatchProvider,
+            round: u32,
+            _out: &Path,
+        ) -> Result<RoundOutcome, AuditError> {
+            if self.fail_at.as_ref() == Some(&(round, p.name.clone())) {
+                self.fail_at = None;
+                return Err(AuditError::Usage("killed".into()));
+            }
+            self.audits += 1;
+            let (status, nearest) = match (p.name.as_str(), round) {
+                ("B", _) => (DimensionStatus::Mismatch, "q8_0 (int8)"),
+                ("C", r) if r > 10 => (DimensionStatus::Mismatch, "q4_0 (int4)"),
+                ("C", r) if r % 4 == 0 => (DimensionStatus::Inconclusive, "f16"),
+                _ => (DimensionStatus::Consistent, "f16"),
+            };
+            Ok(RoundOutcome {
+                verdict: status.name().into(),
+                dimensions: vec![DimensionVerdict {
+                    dimension: Dimension::Format,
+                    claimed: "f16".into(),
+                    status,
+                    nearest: nearest.into(),
+                    log_likelihood_ratio: Some(0.0),
+                    note: None,
+                }],
+                contract_failures: Vec::new(),
+                requests: 3,
+                output_tokens: 24,
+                cost: 0.0,
+            })
+        }
+    }
+
+    struct Waits(Vec<Duration>);
+
+    impl Clock for Waits {
+        fn sleep(&mut self, d: Duration) {
+            self.0.push(d)
+        }
+    }
+
+    fn plan() -> WatchPlan {
+        let providers = ["A", "B", "C"].map(provider).to_vec();
+        WatchPlan::new(providers, 30, Duration::from_secs(1800), 0.2, 7).unwrap()
+    }
+
+    #[test]
+    fn a_switch_is_flagged_at_its_round_and_steady_providers_never() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut mock = Mock {
+            fail_at: None,
+            audits: 0,
+        };
+        let mut waits = Waits(Vec::new());
+        let records = run_watch(&plan(), tmp.path(), &mut mock, &mut waits, &mut |_| {}).unwrap();
+        assert_eq!(records.len(), 90);
+        assert_eq!(waits.0.len(), 29, "no wait after the last round");
+        assert!(waits.0.iter().all(|w| (1440..=2160).contains(&w.as_secs())));
+        assert!(waits.0.windows(2).any(|w| w[0] != w[1]), "jittered");
+        let f = findings(&records, ChangeParams::default());
+        let changes = |name: &str| -> Vec<(u32, u32)> {
+            f.iter()
+                .find(|p| p.provider == name)
+                .unwrap()
+                .changes()
+                .map(|c| (c.since_round, c.flagged_at_round))
+                .collect()
+        };
+        assert_eq!(changes("A"), []);
+        assert_eq!(changes("B"), []);
+        assert_eq!(changes("C"), [(11, 12)]);
+        // Providers are asked in more than one order.
+        let firsts: std::collections::BTreeSet<&str> = (1..=30)
+            .map(|round| {
+                records
+                    .iter()
+                    .find(|r| r.round == round)
+                    .unwrap()
+                    .provider
+                    .as_str()
+            })
+            .collect();
+        assert!(firsts.len() > 1);
+    }
+
+    #[test]
+    fn a_watch_stopped_mid_round_resumes_to_the_same_history() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut waits = Waits(Vec::new());
+        let mut killed = Mock {
+            fail_at: Some((7, "B".into())),
+            audits: 0,
+        };
+        assert!(run_watch(&plan(), tmp.path(), &mut killed, &mut waits, &mut |_| {}).is_err());
+        let mut resumed = Mock {
+            fail_at: None,
+            audits: 0,
+        };
+        let again = run_watch(&plan(), tmp.path(), &mut resumed, &mut waits, &mut |_| {}).unwrap();
+        assert_eq!(
+            killed.audits + resumed.audits,
+            90,
+            "nothing audited twice or lost"
+        );
+        let whole = tempfile::tempdir().unwrap();
+        let mut once = Mock {
+            fail_at: None,
+            audits: 0,
+        };
+        let reference =
+            run_watch(&plan(), whole.path(), &mut once, &mut waits, &mut |_| {}).unwrap();
+        let key = |r: &RoundRecord| (r.round, r.provider.clone(), r.outcome.clone());
+        let mut a: Vec<_> = again.iter().map(key).collect();
+        let mut b: Vec<_> = reference.iter().map(key).collect();
+        a.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
+        b.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
+        assert_eq!(a, b);
+        assert_eq!(
+            findings(&again, ChangeParams::default()),
+            findings(&reference, ChangeParams::default())
+        );
+    }
+
+    #[test]
+    fn plans_without_providers_or_with_a_name_twice_are_refused() {
+        let d = Duration::from_secs(60);
+        assert!(WatchPlan::new(Vec::new(), 3, d, 0.1, 1).is_err());
+        let twice = vec![provider("A"), provider("A")];
+        let err = WatchPlan::new(twice, 3, d, 0.1, 1).unwrap_err().to_string();
+        assert!(err.contains("named twice"), "{err}");
+        assert!(WatchPlan::new(vec![provider("A")], 0, d, 0.1, 1).is_err());
+    }
+}

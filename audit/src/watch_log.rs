@@ -1,0 +1,190 @@
+//! The durable log of a watch: one JSON line per provider per round, appended and synced as each
+//! audit ends, so a watch killed at any moment resumes where it stopped and its history can be
+//! replayed (`hspi watch --replay`) with today's statistics.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use hspi_classify::dimension_verdict::DimensionVerdict;
+use hspi_reports::contract::CheckStatus;
+use hspi_reports::report::{Evidence, Report};
+use serde::{Deserialize, Serialize};
+
+use crate::error::AuditError;
+
+/// What one audit of one provider found, as the watch keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundOutcome {
+    /// consistent / mismatch / unknown platform / inconclusive / tampered.
+    pub verdict: String,
+    pub dimensions: Vec<DimensionVerdict>,
+    /// Contract checks (billing, parameters, transport) that failed.
+    pub contract_failures: Vec<String>,
+    pub requests: u64,
+    pub output_tokens: u64,
+    pub cost: f64,
+}
+
+impl RoundOutcome {
+    pub fn from_report(report: &Report) -> RoundOutcome {
+        let dimensions = match &report.evidence {
+            Evidence::Audit { verification, .. } | Evidence::Verify { verification } => {
+                verification.dimensions.clone()
+            }
+            _ => Vec::new(),
+        };
+        RoundOutcome {
+            verdict: report.summary.verdict.clone(),
+            dimensions,
+            contract_failures: report
+                .contract
+                .iter()
+                .filter(|c| c.status == CheckStatus::Fail)
+                .map(|c| c.name.clone())
+                .collect(),
+            requests: report.spent.requests,
+            output_tokens: report.spent.output_tokens,
+            cost: report.spent.cost,
+        }
+    }
+}
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundRecord {
+    pub round: u32,
+    pub provider: String,
+    pub started_unix: u64,
+    /// Where this audit's answers and report are.
+    pub out: PathBuf,
+    pub outcome: RoundOutcome,
+}
+
+pub struct WatchLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl WatchLog {
+    pub const FILE: &'static str = "rounds.jsonl";
+
+    /// Open (or start) the log in `dir`.
+    pub fn open(dir: &Path) -> Result<WatchLog, AuditError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| AuditError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let path = dir.join(Self::FILE);
+        // A line a kill cut short is dropped before anything is appended after it.
+        if let Ok(text) = std::fs::read(&path) {
+            if !text.is_empty() && !text.ends_with(b"\n") {
+                let keep = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(io(&path))?;
+                f.set_len(keep as u64).map_err(io(&path))?;
+            }
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        Ok(WatchLog { path, file })
+    }
+
+    /// Every round recorded. A last line cut short by a kill is dropped (its audit runs again,
+    /// its answers replayed from the journal); any other line that does not parse is an error
+    /// naming it.
+    pub fn records(&self) -> Result<Vec<RoundRecord>, AuditError> {
+        read_records(&self.path)
+    }
+
+    /// Append one round and sync it to disk before returning.
+    pub fn append(&mut self, record: &RoundRecord) -> Result<(), AuditError> {
+        let io = |source| AuditError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut line = serde_json::to_vec(record).expect("a round record serialises");
+        line.push(b'\n');
+        self.file.write_all(&line).map_err(io)?;
+        self.file.sync_data().map_err(io)
+    }
+}
+
+/// The rounds recorded in a log file (see [`WatchLog::records`]).
+pub fn read_records(path: &Path) -> Result<Vec<RoundRecord>, AuditError> {
+    let text = std::fs::read_to_string(path).map_err(|source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut records = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str(line) {
+            Ok(r) => records.push(r),
+            Err(_) if i + 1 == lines.len() && !complete => break,
+            Err(e) => {
+                return Err(AuditError::Usage(format!(
+                    "{}:{}: not a watch round: {e}",
+                    path.display(),
+                    i + 1
+                )))
+            }
+        }
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn record(round: u32, provider: &str) -> RoundRecord {
+        RoundRecord {
+            round,
+            provider: provider.into(),
+            started_unix: 1,
+            out: PathBuf::from(format!("round-{round}/{provider}")),
+            outcome: RoundOutcome {
+                verdict: "consistent".into(),
+                dimensions: Vec::new(),
+                contract_failures: Vec::new(),
+                requests: 3,
+                output_tokens: 24,
+                cost: 0.0,
+            },
+        }
+    }
+
+    #[test]
+    fn rounds_survive_a_torn_last_line_and_a_reopen() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut log = WatchLog::open(tmp.path()).unwrap();
+        log.append(&record(1, "a")).unwrap();
+        log.append(&record(1, "b")).unwrap();
+        drop(log);
+        // A kill in the middle of a write leaves half a line.
+        let path = tmp.path().join(WatchLog::FILE);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"round\":2,\"prov").unwrap();
+        let mut log = WatchLog::open(tmp.path()).unwrap();
+        assert_eq!(log.records().unwrap(), vec![record(1, "a"), record(1, "b")]);
+        log.append(&record(2, "a")).unwrap();
+        assert_eq!(log.records().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_damaged_line_inside_the_log_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(WatchLog::FILE);
+        std::fs::write(&path, "not json\n{}\n").unwrap();
+        let err = read_records(&path).unwrap_err().to_string();
+        assert!(err.contains("rounds.jsonl:1"), "{err}");
+    }
+}

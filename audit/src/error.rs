@@ -24,6 +24,17 @@ pub enum AuditError {
     },
     #[error("{0}")]
     Usage(String),
+    #[error("the watch's total budget is spent: {requests} requests and {cost:.6} in charges (--total-max-requests {}, --total-max-cost {}); every round so far is kept", fmt_cap(max_requests), fmt_cap(max_cost))]
+    WatchBudget {
+        requests: u64,
+        cost: f64,
+        max_requests: Option<u64>,
+        max_cost: Option<f64>,
+    },
+}
+
+fn fmt_cap<T: std::fmt::Display>(cap: &Option<T>) -> String {
+    cap.as_ref().map_or("unset".into(), ToString::to_string)
 }
 
 impl AuditError {

@@ -15,7 +15,10 @@ mod pack_build;
 mod setup;
 mod train;
 mod watch;
+mod watch_command;
+mod watch_comparison;
 mod watch_log;
+mod watch_pack;
 
 pub use atlas_plan::plan_atlas;
 pub use collect_grid::{collect_grid, GridCollection};
@@ -31,10 +34,13 @@ pub use pack_build::{
 pub use setup::{load_references, repeat_verify_datasets, verify_datasets, VerifySetup};
 pub use train::{train, TrainOptions, TrainSpec, Trained};
 pub use watch::{
-    findings, round_dir, run_watch, Clock, ProviderFindings, RoundAuditor, SystemClock, WatchPlan,
-    WatchProvider,
+    findings, parse_every, round_dir, run_watch, Clock, ProviderFindings, RoundAuditor,
+    SystemClock, WatchPlan, WatchProvider,
 };
+pub use watch_command::{replay, watch, watch_with, ChangeNotice, WatchDone, WatchOptions};
+pub use watch_comparison::{comparison, watch_report, write_comparison, COMPARISON_FILE};
 pub use watch_log::{read_records, RoundOutcome, RoundRecord, WatchLog};
+pub use watch_pack::{reverify, round_journal, PackRoundAuditor, TotalBudget};
 
 /// Where a workflow's lines go: data for stdout, status for stderr (the binary's printer).
 pub struct Lines<'a> {

@@ -39,7 +39,7 @@ pub struct PackAudit<'a> {
 }
 
 /// The pack at `dir`, else the installed pack for `model`; checked.
-fn open_pack(dir: Option<&Path>, model: &str) -> Result<Pack, AuditError> {
+pub(crate) fn open_pack(dir: Option<&Path>, model: &str) -> Result<Pack, AuditError> {
     Ok(match (dir, model) {
         (Some(dir), _) => Pack::open(dir)?,
         (None, "") => return Err(AuditError::Usage("hspi audit needs --pack DIR, --model NAME (to use its installed pack), or --classifier FILE --references DIRS".into())),

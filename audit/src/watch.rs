@@ -29,6 +29,69 @@ pub struct WatchProvider {
     pub api_key_env: Option<String>,
 }
 
+impl WatchProvider {
+    /// `NAME=URL[,claim=SPEC][,api-key-env=VAR]` (`--provider`); `claim` defaults to
+    /// `default_claim` (`--claim`).
+    pub fn parse(spec: &str, default_claim: Option<&str>) -> Result<WatchProvider, AuditError> {
+        let bad = |why: &str| {
+            AuditError::Usage(format!(
+                "--provider '{spec}': {why} (expected NAME=URL[,claim=SPEC][,api-key-env=VAR])"
+            ))
+        };
+        let (name, rest) = spec.split_once('=').ok_or_else(|| bad("no '='"))?;
+        let mut parts = rest.split(',');
+        let url = parts.next().unwrap_or_default();
+        if name.is_empty() || url.is_empty() {
+            return Err(bad("the name and the URL must not be empty"));
+        }
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(bad(
+                "a name is letters, digits, '-', '_' or '.' (it names directories)",
+            ));
+        }
+        let mut claim = default_claim.map(str::to_string);
+        let mut api_key_env = None;
+        for part in parts {
+            match part.split_once('=') {
+                Some(("claim", v)) => claim = Some(v.to_string()),
+                Some(("api-key-env", v)) => api_key_env = Some(v.to_string()),
+                _ => return Err(bad(&format!("unknown option '{part}'"))),
+            }
+        }
+        let claim = claim.ok_or_else(|| bad("no claim: add ,claim=SPEC or give --claim"))?;
+        // Refuse a claim that does not parse now, not at the first round.
+        claim.parse::<hspi_datasets::PlatformPattern>()?;
+        Ok(WatchProvider {
+            name: name.into(),
+            url: url.into(),
+            claim,
+            api_key_env,
+        })
+    }
+}
+
+/// A pause between rounds: `90s`, `30m`, `2h`, `1d` (a bare number is seconds).
+pub fn parse_every(text: &str) -> Result<Duration, AuditError> {
+    let t = text.trim();
+    let (number, unit) = t.split_at(t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len()));
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        _ => f64::NAN,
+    };
+    match number.parse::<f64>() {
+        Ok(n) if n >= 0.0 && scale.is_finite() => Ok(Duration::from_secs_f64(n * scale)),
+        _ => Err(AuditError::Usage(format!(
+            "--every '{text}': expected a pause such as 90s, 30m, 2h or 1d"
+        ))),
+    }
+}
+
 /// Runs one audit of one provider, writing its answers and report under `out`.
 pub trait RoundAuditor {
     fn audit(
@@ -52,8 +115,9 @@ impl Clock for SystemClock {
     }
 }
 
-/// Checked parameters of a watch.
-#[derive(Debug, Clone)]
+/// Checked parameters of a watch, kept in `DIR/watch.json` so a rerun resumes the same watch
+/// (same providers, same seed: the same draws and orders) and reports know the claims.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WatchPlan {
     providers: Vec<WatchProvider>,
     rounds: u32,
@@ -96,6 +160,81 @@ impl WatchPlan {
             jitter,
             seed,
         })
+    }
+}
+
+impl WatchPlan {
+    pub const FILE: &'static str = "watch.json";
+
+    pub fn providers(&self) -> &[WatchProvider] {
+        &self.providers
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The plan a watch in `dir` runs under. A new watch records `self`; an existing one keeps
+    /// its seed (so its draws and orders continue) and may change its rounds and pace, but not
+    /// its providers: another list is refused, naming both.
+    pub fn settle(self, dir: &Path) -> Result<WatchPlan, AuditError> {
+        let path = dir.join(Self::FILE);
+        let plan = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let old: WatchPlan = serde_json::from_str(&text).map_err(|e| {
+                    AuditError::Usage(format!("{}: not a watch plan: {e}", path.display()))
+                })?;
+                if old.providers != self.providers {
+                    let names = |p: &[WatchProvider]| {
+                        p.iter()
+                            .map(|p| format!("{}={},claim={}", p.name, p.url, p.claim))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    };
+                    return Err(AuditError::Usage(format!(
+                        "{} watches {}, not {}: resume with the same --provider list, or watch into another --out",
+                        dir.display(),
+                        names(&old.providers),
+                        names(&self.providers)
+                    )));
+                }
+                WatchPlan {
+                    seed: old.seed,
+                    ..self
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self,
+            Err(e) => return Err(AuditError::io(&path)(e)),
+        };
+        std::fs::create_dir_all(dir).map_err(AuditError::io(dir))?;
+        let text = serde_json::to_string_pretty(&plan).expect("a watch plan serialises");
+        std::fs::write(&path, text).map_err(AuditError::io(&path))?;
+        Ok(plan)
+    }
+
+    /// The plan recorded in `dir`.
+    pub fn load(dir: &Path) -> Result<WatchPlan, AuditError> {
+        let path = dir.join(Self::FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            AuditError::Usage(format!(
+                "{}: {e} (is {} a watch directory, written by `hspi watch --out`?)",
+                path.display(),
+                dir.display()
+            ))
+        })?;
+        serde_json::from_str(&text)
+            .map_err(|e| AuditError::Usage(format!("{}: not a watch plan: {e}", path.display())))
+    }
+
+    /// The seed of round `round`'s draw for `provider`: fixed by the watch's seed, so a resumed
+    /// audit asks what the interrupted one asked (and its answers come back from the journal).
+    pub fn draw_seed(&self, round: u32, provider: &str) -> u64 {
+        // FNV-1a over the name, mixed with the round and the watch's seed.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in provider.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^ self.seed.rotate_left(17) ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 }
 
@@ -255,6 +394,7 @@ mod tests {
                 requests: 3,
                 output_tokens: 24,
                 cost: 0.0,
+                error: None,
             })
         }
     }
@@ -347,6 +487,42 @@ mod tests {
             findings(&again, ChangeParams::default()),
             findings(&reference, ChangeParams::default())
         );
+    }
+
+    #[test]
+    fn provider_specs_parse_and_bad_ones_are_named() {
+        let p = WatchProvider::parse(
+            "acme=https://api.acme.example/v1/chat/completions,claim=*/*/f16/*,api-key-env=ACME_KEY",
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.name, "acme");
+        assert_eq!(p.url, "https://api.acme.example/v1/chat/completions");
+        assert_eq!(p.claim, "*/*/f16/*");
+        assert_eq!(p.api_key_env.as_deref(), Some("ACME_KEY"));
+        let d = WatchProvider::parse("b=http://x/v1/completions", Some("*/*/q8_0/*")).unwrap();
+        assert_eq!(d.claim, "*/*/q8_0/*");
+        for (spec, why) in [
+            ("noequals", "no '='"),
+            ("a=http://x,colour=red", "unknown option 'colour=red'"),
+            ("a=http://x", "no claim"),
+            ("a/b=http://x,claim=*/*/f16/*", "a name is"),
+        ] {
+            let err = WatchProvider::parse(spec, None).unwrap_err().to_string();
+            assert!(err.contains(why), "{spec}: {err}");
+        }
+        assert!(WatchProvider::parse("a=http://x,claim=not a claim", None).is_err());
+    }
+
+    #[test]
+    fn pauses_parse_with_their_units() {
+        assert_eq!(parse_every("30m").unwrap(), Duration::from_secs(1800));
+        assert_eq!(parse_every("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_every("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_every("1.5s").unwrap(), Duration::from_millis(1500));
+        for bad in ["", "ten", "5w", "-3m"] {
+            assert!(parse_every(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

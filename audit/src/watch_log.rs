@@ -24,9 +24,25 @@ pub struct RoundOutcome {
     pub requests: u64,
     pub output_tokens: u64,
     pub cost: f64,
+    /// Why the round has no verdict: the endpoint could not be audited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl RoundOutcome {
+    /// A round whose provider could not be audited (refused, timed out, answered garbage).
+    pub fn unreachable(error: &str) -> RoundOutcome {
+        RoundOutcome {
+            verdict: "inconclusive".into(),
+            dimensions: Vec::new(),
+            contract_failures: vec!["transport".into()],
+            requests: 0,
+            output_tokens: 0,
+            cost: 0.0,
+            error: Some(error.to_string()),
+        }
+    }
+
     pub fn from_report(report: &Report) -> RoundOutcome {
         let dimensions = match &report.evidence {
             Evidence::Audit { verification, .. } | Evidence::Verify { verification } => {
@@ -46,6 +62,7 @@ impl RoundOutcome {
             requests: report.spent.requests,
             output_tokens: report.spent.output_tokens,
             cost: report.spent.cost,
+            error: None,
         }
     }
 }
@@ -158,6 +175,7 @@ mod tests {
                 requests: 3,
                 output_tokens: 24,
                 cost: 0.0,
+                error: None,
             },
         }
     }

@@ -140,6 +140,23 @@ pub fn state_changes(
     changes
 }
 
+/// Where a dimension stands after `rounds` whose states are `states`: the status the established
+/// state was last decided with (consistent or mismatch); with no state yet, unknown when the
+/// latest round found an unknown platform, else inconclusive.
+pub fn standing(rounds: &[RoundEvidence], states: &[Change]) -> DimensionStatus {
+    match states.last() {
+        Some(state) => rounds
+            .iter()
+            .rev()
+            .find(|r| r.named() == Some(state.to.as_str()))
+            .map_or(DimensionStatus::Inconclusive, |r| r.status),
+        None => match rounds.last() {
+            Some(r) if r.status == DimensionStatus::Unknown => DimensionStatus::Unknown,
+            _ => DimensionStatus::Inconclusive,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +225,22 @@ mod tests {
     fn parameters_below_two_rounds_are_refused() {
         assert!(ChangeParams::new(1).is_err());
         assert_eq!(ChangeParams::new(3).unwrap().rounds_to_flag(), 3);
+    }
+
+    #[test]
+    fn standing_follows_the_established_state_not_the_last_round() {
+        let stand = |pattern: &str| {
+            let r = rounds(pattern);
+            standing(
+                &r,
+                &state_changes(Dimension::Format, &r, ChangeParams::default()),
+            )
+        };
+        assert_eq!(stand("cccc?"), DimensionStatus::Consistent);
+        assert_eq!(stand("ccccmm"), DimensionStatus::Mismatch);
+        assert_eq!(stand("ccccm"), DimensionStatus::Consistent, "one stray");
+        assert_eq!(stand("c??"), DimensionStatus::Inconclusive, "no state yet");
+        let unknown = [round(1, DimensionStatus::Unknown, "f16")];
+        assert_eq!(standing(&unknown, &[]), DimensionStatus::Unknown);
     }
 }

@@ -14,6 +14,7 @@ impl Exporter for Html {
         render(r).into_bytes()
     }
 }
+use crate::comparison::{self, Comparison};
 use crate::svg::{self, escape};
 use hspi_datasets::short_id;
 
@@ -76,34 +77,29 @@ pub fn render(r: &Report) -> String {
     }
 
     s.push_str("<section class=\"appendix\"><h2>Appendix A: evidence</h2>");
+    if let Evidence::Watch { comparison } = &r.evidence {
+        s.push_str(&watch_tables(comparison));
+    }
+    for chart in svg::charts(r) {
+        s.push_str(&chart.figure());
+    }
     match &r.evidence {
         Evidence::Audit {
             verification,
-            identification,
             dataset,
+            ..
         } => {
-            s.push_str(&svg::posterior_chart(verification));
-            s.push_str(&svg::evidence_chart(verification));
             s.push_str(&verification_table(verification));
             s.push_str(&format!(
                 "<p>Every answer received is kept in <code>{}</code>.</p>",
                 escape(dataset)
             ));
-            s.push_str(&svg::posterior_bars(identification));
         }
         Evidence::Verify { verification } => {
-            s.push_str(&svg::posterior_chart(verification));
-            s.push_str(&svg::evidence_chart(verification));
             s.push_str(&verification_table(verification));
         }
-        Evidence::Identify { identifications } => {
-            for id in identifications {
-                s.push_str(&svg::posterior_bars(id));
-            }
-        }
+        Evidence::Identify { .. } => {}
         Evidence::Eval { eval } => {
-            s.push_str(&svg::accuracy_chart(eval));
-            s.push_str(&svg::confusion_heatmap(eval));
             s.push_str("<table><tr><th>class</th><th>platform</th><th>correct</th></tr>");
             for c in &eval.hspi.per_class {
                 s.push_str(&format!(
@@ -115,6 +111,13 @@ pub fn render(r: &Report) -> String {
                 ));
             }
             s.push_str("</table>");
+        }
+        Evidence::Watch { comparison } => {
+            s.push_str(&changes_html(comparison));
+            s.push_str(&format!(
+                "<p>Every round's answers and report are kept under <code>{}</code>.</p>",
+                escape(&comparison.dir)
+            ));
         }
     }
     s.push_str("</section><section class=\"appendix\"><h2>Appendix B: reference atlas</h2>");
@@ -188,5 +191,54 @@ fn verification_table(v: &hspi_classify::verify::VerifyReport) -> String {
         ));
     }
     s.push_str("</table>");
+    s
+}
+
+fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut s = String::from("<table><tr>");
+    for h in header {
+        s.push_str(&format!("<th>{}</th>", escape(h)));
+    }
+    s.push_str("</tr>");
+    for row in rows {
+        s.push_str("<tr>");
+        for cell in row {
+            s.push_str(&format!("<td>{}</td>", escape(cell)));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table>");
+    s
+}
+
+/// The side-by-side table, on the summary's page.
+fn watch_tables(c: &Comparison) -> String {
+    format!(
+        "<h3>Providers side by side ({} rounds)</h3>{}",
+        c.rounds,
+        table(&comparison::TABLE_HEADER, &comparison::table_rows(c))
+    )
+}
+
+fn changes_html(c: &Comparison) -> String {
+    let changes = c.changes();
+    let mut s = format!(
+        "<h3>Changes ({}; a change needs {} net decided rounds)</h3>",
+        changes.len(),
+        c.rounds_to_flag
+    );
+    if changes.is_empty() {
+        s.push_str("<p>No provider changed what it serves.</p>");
+    }
+    for (p, ch) in changes {
+        s.push_str(&format!(
+            "<p>{}</p>",
+            escape(&comparison::change_sentence(p, ch))
+        ));
+        s.push_str(&table(
+            &comparison::EVIDENCE_HEADER,
+            &comparison::evidence_rows(ch),
+        ));
+    }
     s
 }

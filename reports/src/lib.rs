@@ -1,6 +1,7 @@
 //! Report models and exporters. One exporter per file.
 
 pub mod bundle;
+pub mod comparison;
 pub mod contract;
 pub mod diff_table;
 pub mod eqc_table;
@@ -38,6 +39,12 @@ pub fn render_file(
     let io = |path: &std::path::Path| {
         let path = path.to_path_buf();
         move |source| ReportError::Io { path, source }
+    };
+    // A watch directory renders its comparison report.
+    let from = &if from.is_dir() {
+        from.join("comparison.json")
+    } else {
+        from.to_path_buf()
     };
     let text = std::fs::read_to_string(from).map_err(io(from))?;
     let exporter = exporter(format)?;

@@ -68,6 +68,7 @@ pub fn render(r: &Report) -> String {
             s.push_str(&crate::identification::render_text(identifications));
         }
         Evidence::Eval { eval } => s.push_str(&crate::eval_table::render_markdown(eval)),
+        Evidence::Watch { comparison } => s.push_str(&watch(comparison)),
     }
     if !r.contract.is_empty() {
         s.push_str(&crate::contract::markdown(&r.contract));
@@ -91,5 +92,40 @@ pub fn render(r: &Report) -> String {
     for l in &r.limitations {
         s.push_str(&format!("- {l}\n"));
     }
+    s
+}
+
+fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut s = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(N));
+    for row in rows {
+        s.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    s
+}
+
+fn watch(c: &crate::comparison::Comparison) -> String {
+    use crate::comparison::{
+        change_sentence, evidence_rows, table_rows, EVIDENCE_HEADER, TABLE_HEADER,
+    };
+    let mut s = format!(
+        "## Providers side by side ({} rounds)\n\n{}\n## Changes\n\n",
+        c.rounds,
+        table(&TABLE_HEADER, &table_rows(c))
+    );
+    let changes = c.changes();
+    if changes.is_empty() {
+        s.push_str("No provider changed what it serves.\n");
+    }
+    for (p, ch) in changes {
+        s.push_str(&format!(
+            "{}\n\n{}\n",
+            change_sentence(p, ch),
+            table(&EVIDENCE_HEADER, &evidence_rows(ch))
+        ));
+    }
+    s.push_str(&format!(
+        "\nEvery round's answers and report are under `{}`.\n",
+        c.dir
+    ));
     s
 }

@@ -83,6 +83,10 @@ pub enum Evidence {
     Eval {
         eval: EvalReport,
     },
+    /// `hspi report --from WATCH_DIR`: every watched provider over every round.
+    Watch {
+        comparison: crate::comparison::Comparison,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -166,6 +170,7 @@ impl Report {
             Evidence::Audit { verification, .. } | Evidence::Verify { verification } => {
                 verification.exit_code()
             }
+            Evidence::Watch { comparison } => comparison.worst().exit_code(),
             _ => 0,
         }
     }
@@ -308,6 +313,74 @@ impl Report {
             Evidence::Eval { eval },
             &[METHOD_CLASSIFY],
             &[LIMIT_ATLAS, LIMIT_MODEL],
+        )
+    }
+}
+
+const METHOD_WATCH: &str = "Every round, each provider is audited with a fresh random draw from the pack's pool, the providers in a random order and the rounds at jittered times. A provider's state on a dimension is the value its decided rounds keep naming; a change is flagged when decided rounds naming another value outnumber those naming the state by the stated margin (Page's CUSUM), so one inconclusive round or one stray verdict never flags.";
+const LIMIT_WATCH: &str = "A provider can change between rounds and back unseen; the shares describe the rounds audited, not the traffic between them.";
+
+impl Report {
+    pub fn from_watch(ctx: Context, comparison: crate::comparison::Comparison) -> Report {
+        use hspi_classify::dimension_verdict::DimensionStatus as S;
+        let named = |status: S| -> Vec<String> {
+            comparison
+                .providers
+                .iter()
+                .filter(|p| p.worst() == status)
+                .map(|p| p.provider.clone())
+                .collect()
+        };
+        let mut parts = Vec::new();
+        for (status, what) in [
+            (S::Consistent, "served what they claim"),
+            (S::Mismatch, "did not serve what they claim"),
+            (S::Unknown, "served a platform hspi does not know"),
+            (S::Inconclusive, "have no verdict yet"),
+        ] {
+            let names = named(status);
+            if !names.is_empty() {
+                parts.push(format!("{} {what}", names.join(", ")));
+            }
+        }
+        let changes = comparison.changes();
+        let mut finding = format!(
+            "{} providers watched over {} rounds: {}.",
+            comparison.providers.len(),
+            comparison.rounds,
+            parts.join("; ")
+        );
+        if !changes.is_empty() {
+            let list: Vec<String> = changes
+                .iter()
+                .map(|(p, c)| crate::comparison::change_sentence(p, c))
+                .collect();
+            finding.push_str(&format!(" Changes: {}.", list.join("; ")));
+        }
+        let worst = comparison.worst();
+        let summary = Summary {
+            finding,
+            verdict: worst.name().into(),
+            confidence: None,
+            next_step: match worst {
+                S::Consistent => "Keep watching; compare providers on cost.".into(),
+                S::Mismatch => "Raise the mismatches with their providers, attaching the signed bundle of this report and its rounds.".into(),
+                S::Unknown => "Ask the providers with unknown platforms what serves the model; collect references for it.".into(),
+                S::Inconclusive => "Watch more rounds, or raise the per-round budget (--draw, --max-requests).".into(),
+            },
+        };
+        Report::new(
+            ctx,
+            summary,
+            Evidence::Watch { comparison },
+            &[METHOD_WATCH, METHOD_VERIFY, METHOD_INTEGRITY],
+            &[
+                LIMIT_WATCH,
+                LIMIT_ATLAS,
+                LIMIT_BATCH,
+                LIMIT_POOL,
+                LIMIT_MODEL,
+            ],
         )
     }
 }

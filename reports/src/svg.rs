@@ -1,9 +1,14 @@
 //! Inline SVG charts (no scripts, no external assets): posterior against queries, per-query
 //! evidence, confusion heatmap, accuracy against queries, posterior bars.
 
+use hspi_classify::dimension_verdict::DimensionStatus;
 use hspi_classify::evaluate::EvalReport;
 use hspi_classify::verify::VerifyReport;
 use hspi_classify::Identification;
+use hspi_datasets::Dimension;
+
+use crate::comparison::ProviderRow;
+use crate::report::{Evidence, Report};
 
 const W: f64 = 640.0;
 const H: f64 = 260.0;
@@ -19,11 +24,62 @@ pub fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn frame(title: &str, body: &str, height: f64) -> String {
-    format!(
-        r##"<figure><svg viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" aria-label="{t}"><rect x="0" y="0" width="{W}" height="{height}" fill="#fff"/>{body}</svg><figcaption>{t}</figcaption></figure>"##,
-        t = escape(title)
-    )
+/// One chart: a standalone SVG document (embedded as is in HTML, typeset as an image in PDF)
+/// and its caption.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    pub svg: String,
+}
+
+impl Chart {
+    /// The chart as an HTML figure with its caption.
+    pub fn figure(&self) -> String {
+        format!(
+            "<figure>{}<figcaption>{}</figcaption></figure>",
+            self.svg,
+            escape(&self.title)
+        )
+    }
+}
+
+fn frame(title: &str, body: &str, height: f64) -> Chart {
+    Chart {
+        title: title.to_string(),
+        svg: format!(
+            r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" aria-label="{t}" font-family="sans-serif"><rect x="0" y="0" width="{W}" height="{height}" fill="#fff"/>{body}</svg>"##,
+            t = escape(title)
+        ),
+    }
+}
+
+/// Tick labels under the x axis at the first, middle and last of `n` points (labelled from 1;
+/// `x` places the point of index i).
+fn count_ticks(n: usize, x: impl Fn(usize) -> f64) -> String {
+    let mut at = vec![1, n.div_ceil(2), n];
+    at.dedup();
+    at.iter()
+        .map(|k| {
+            let x = x(*k - 1);
+            format!(
+                r##"<line x1="{x:.1}" y1="{b}" x2="{x:.1}" y2="{t}" stroke="#333"/><text x="{x:.1}" y="{ty}" font-size="10" text-anchor="middle">{k}</text>"##,
+                b = H - PAD,
+                t = H - PAD + 4.0,
+                ty = H - PAD + 15.0
+            )
+        })
+        .collect()
+}
+
+/// Tick labels on the y axis at `values` of a [lo, hi] scale.
+fn value_ticks(values: &[f64], lo: f64, hi: f64) -> String {
+    values
+        .iter()
+        .map(|v| {
+            let y = sy(*v, lo, hi);
+            format!(r##"<line x1="{a}" y1="{y:.1}" x2="{PAD}" y2="{y:.1}" stroke="#333"/><text x="{t}" y="{ty:.1}" font-size="10" text-anchor="end">{v:.1}</text>"##, a = PAD - 4.0, t = PAD - 6.0, ty = y + 3.0)
+        })
+        .collect()
 }
 
 fn axes(x_label: &str, y_label: &str) -> String {
@@ -37,6 +93,36 @@ fn axes(x_label: &str, y_label: &str) -> String {
         x = escape(x_label),
         y = escape(y_label)
     )
+}
+
+/// A report's charts, in the order every exporter shows them.
+pub fn charts(r: &Report) -> Vec<Chart> {
+    match &r.evidence {
+        Evidence::Audit {
+            verification,
+            identification,
+            ..
+        } => vec![
+            posterior_chart(verification),
+            evidence_chart(verification),
+            posterior_bars(identification),
+        ],
+        Evidence::Verify { verification } => {
+            vec![posterior_chart(verification), evidence_chart(verification)]
+        }
+        Evidence::Identify { identifications } => {
+            identifications.iter().map(posterior_bars).collect()
+        }
+        Evidence::Eval { eval } => vec![accuracy_chart(eval), confusion_heatmap(eval)],
+        Evidence::Watch { comparison } => comparison
+            .providers
+            .iter()
+            .map(|p| watch_chart(p, comparison.rounds))
+            .collect(),
+    }
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Tick labels 0, 0.5 and 1 on a probability axis.
@@ -60,15 +146,14 @@ fn sy(v: f64, lo: f64, hi: f64) -> f64 {
 }
 
 /// Posterior of the leading classes after each query.
-pub fn posterior_chart(v: &VerifyReport) -> String {
+pub fn posterior_chart(v: &VerifyReport) -> Option<Chart> {
     let n = v.evidence.len();
-    let Some(last) = v.evidence.last() else {
-        return String::new();
-    };
+    let last = v.evidence.last()?;
     let mut order: Vec<usize> = (0..last.posterior.len()).collect();
     order.sort_by(|a, b| last.posterior[*b].total_cmp(&last.posterior[*a]));
     let mut body = axes("queries spent", "probability");
     body.push_str(&unit_ticks());
+    body.push_str(&count_ticks(n, |i| sx(i as f64, n as f64)));
     for (k, c) in order.iter().take(4).enumerate() {
         let pts: Vec<String> = v
             .evidence
@@ -97,14 +182,18 @@ pub fn posterior_chart(v: &VerifyReport) -> String {
             ty = 17.0 + 14.0 * k as f64
         ));
     }
-    frame("Posterior over platforms against queries spent", &body, H)
+    Some(frame(
+        "Posterior over platforms against queries spent",
+        &body,
+        H,
+    ))
 }
 
 /// Each query's log-likelihood ratio (bars) and the running total against the thresholds.
-pub fn evidence_chart(v: &VerifyReport) -> String {
+pub fn evidence_chart(v: &VerifyReport) -> Option<Chart> {
     let n = v.evidence.len();
     if n == 0 {
-        return String::new();
+        return None;
     }
     let (hi_t, lo_t) = v.thresholds;
     let hi = v
@@ -119,11 +208,13 @@ pub fn evidence_chart(v: &VerifyReport) -> String {
         .map(|e| e.cumulative_llr.min(e.llr))
         .fold(lo_t, f64::min)
         - 0.5;
-    let mut body = axes("query", "log-likelihood ratio (alternative vs claim)");
+    let mut body = axes("query", "log-likelihood ratio (nats, alternative vs claim)");
+    body.push_str(&value_ticks(&[lo_t, 0.0, hi_t], lo, hi));
     let zero = sy(0.0, lo, hi);
     let band = (W - 2.0 * PAD) / n as f64;
     let bx = |i: usize| PAD + band * (i as f64 + 0.5);
     let bw = band * 0.6;
+    body.push_str(&count_ticks(n, bx));
     for (i, e) in v.evidence.iter().enumerate() {
         let x = bx(i) - bw / 2.0;
         let y = sy(e.llr, lo, hi);
@@ -154,15 +245,15 @@ pub fn evidence_chart(v: &VerifyReport) -> String {
             ty = y - 3.0
         ));
     }
-    frame("Per-query evidence and running total", &body, H)
+    Some(frame("Per-query evidence and running total", &body, H))
 }
 
 /// Accuracy against queries per decision: hspi, the HSPI baseline and random guessing.
-pub fn accuracy_chart(e: &EvalReport) -> String {
+pub fn accuracy_chart(e: &EvalReport) -> Option<Chart> {
     let pts = &e.hspi.by_queries.points;
     let n = pts.len();
     if n == 0 {
-        return String::new();
+        return None;
     }
     let mut body = axes("queries per decision", "accuracy");
     body.push_str(&unit_ticks());
@@ -199,14 +290,14 @@ pub fn accuracy_chart(e: &EvalReport) -> String {
             p.0
         ));
     }
-    frame("Accuracy against queries per decision", &body, H)
+    Some(frame("Accuracy against queries per decision", &body, H))
 }
 
 /// Confusion matrix (one query) as a heatmap; the last column is "unknown".
-pub fn confusion_heatmap(e: &EvalReport) -> String {
+pub fn confusion_heatmap(e: &EvalReport) -> Option<Chart> {
     let k = e.classes.len();
     if k == 0 {
-        return String::new();
+        return None;
     }
     let cell = ((W - 2.0 * PAD) / (k + 1) as f64).min(28.0);
     let height = PAD * 2.0 + cell * k as f64;
@@ -235,16 +326,20 @@ pub fn confusion_heatmap(e: &EvalReport) -> String {
         r#"<text x="{PAD}" y="{:.1}" font-size="11">rows: true class; columns: predicted (last: unknown)</text>"#,
         PAD - 10.0
     ));
-    frame("Confusion matrix, one query per decision", &body, height)
+    Some(frame(
+        "Confusion matrix, one query per decision",
+        &body,
+        height,
+    ))
 }
 
 /// Identification posterior as horizontal bars.
-pub fn posterior_bars(id: &Identification) -> String {
+pub fn posterior_bars(id: &Identification) -> Option<Chart> {
     let top: Vec<_> = id.posterior.iter().take(6).collect();
     if top.is_empty() {
-        return String::new();
+        return None;
     }
-    let height = PAD + 22.0 * top.len() as f64;
+    let height = PAD + 40.0 + 22.0 * top.len() as f64;
     let mut body = String::new();
     for (i, p) in top.iter().enumerate() {
         let y = 20.0 + 22.0 * i as f64;
@@ -260,9 +355,122 @@ pub fn posterior_bars(id: &Identification) -> String {
             p.probability
         ));
     }
-    frame(
+    let axis_y = height - PAD + 10.0;
+    for v in [0.0, 0.5, 1.0] {
+        let x = 280.0 + (W - 300.0) * v;
+        body.push_str(&format!(
+            r##"<line x1="{x:.1}" y1="{axis_y}" x2="{x:.1}" y2="{t}" stroke="#333"/><text x="{x:.1}" y="{ty}" font-size="10" text-anchor="middle">{v}</text>"##,
+            t = axis_y + 4.0,
+            ty = axis_y + 15.0
+        ));
+    }
+    body.push_str(&format!(
+        r##"<line x1="280" y1="{axis_y}" x2="{r}" y2="{axis_y}" stroke="#333"/><text x="{cx}" y="{ly}" font-size="12" text-anchor="middle">posterior probability</text>"##,
+        r = W - 20.0,
+        cx = 280.0 + (W - 300.0) / 2.0,
+        ly = axis_y + 28.0
+    ));
+    Some(frame(
         &format!("Posterior over platforms for {}", id.target),
         &body,
         height,
-    )
+    ))
+}
+
+/// The colour of a dimension's status in the watch charts and tables.
+pub fn status_color(s: DimensionStatus) -> &'static str {
+    match s {
+        DimensionStatus::Consistent => "#2ca02c",
+        DimensionStatus::Mismatch => "#d62728",
+        DimensionStatus::Unknown => "#ff7f0e",
+        DimensionStatus::Inconclusive => "#bbbbbb",
+    }
+}
+
+/// A watched provider's rounds: one lane per claimed dimension, one cell per round coloured by
+/// its status, a dashed line where a change began.
+pub fn watch_chart(p: &ProviderRow, rounds: u32) -> Option<Chart> {
+    let dims: Vec<Dimension> = p.dimensions.iter().map(|d| d.dimension).collect();
+    if dims.is_empty() || rounds == 0 {
+        return None;
+    }
+    let (left, top, lane) = (96.0, 34.0, 24.0);
+    let right = W - 20.0;
+    let bottom = top + lane * dims.len() as f64;
+    let height = bottom + 46.0;
+    let cell = (right - left) / f64::from(rounds);
+    let x = |round: u32| left + cell * f64::from(round - 1);
+    let mut body = String::new();
+    for (k, s) in [
+        DimensionStatus::Consistent,
+        DimensionStatus::Mismatch,
+        DimensionStatus::Unknown,
+        DimensionStatus::Inconclusive,
+    ]
+    .iter()
+    .enumerate()
+    {
+        let lx = left + 110.0 * k as f64;
+        body.push_str(&format!(
+            r#"<rect x="{lx}" y="8" width="10" height="10" fill="{}"/><text x="{tx}" y="17" font-size="11">{}</text>"#,
+            status_color(*s),
+            s.name(),
+            tx = lx + 14.0
+        ));
+    }
+    for (i, d) in dims.iter().enumerate() {
+        let y = top + lane * i as f64;
+        body.push_str(&format!(
+            r#"<text x="{tx}" y="{ty:.1}" font-size="11" text-anchor="end">{d}</text>"#,
+            tx = left - 6.0,
+            ty = y + lane * 0.65
+        ));
+        for point in &p.series {
+            let status = crate::comparison::status_on(point, *d);
+            body.push_str(&format!(
+                r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}" stroke="#fff"><title>round {}: {}</title></rect>"##,
+                x(point.round),
+                y + 2.0,
+                cell,
+                lane - 4.0,
+                status_color(status),
+                point.round,
+                status.name()
+            ));
+        }
+    }
+    for c in p.changes() {
+        let cx = x(c.since_round);
+        body.push_str(&format!(
+            r##"<line x1="{cx:.1}" y1="{t}" x2="{cx:.1}" y2="{bottom}" stroke="#000" stroke-width="2" stroke-dasharray="4 3"/><text x="{tx:.1}" y="{ty}" font-size="10">{} → {}</text>"##,
+            c.dimension,
+            escape(&c.to),
+            t = top - 4.0,
+            tx = cx + 3.0,
+            ty = top - 6.0
+        ));
+    }
+    // Axes: rounds along the bottom (every fifth labelled), dimensions up the side.
+    body.push_str(&format!(
+        r##"<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#333"/><line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="#333"/><text x="{cx}" y="{ly}" font-size="12" text-anchor="middle">round</text><text x="12" y="{cy}" font-size="12" text-anchor="middle" transform="rotate(-90 12 {cy})">claimed dimension</text>"##,
+        cx = (left + right) / 2.0,
+        ly = bottom + 38.0,
+        cy = (top + bottom) / 2.0
+    ));
+    for r in (1..=rounds).filter(|r| *r == 1 || r % 5 == 0 || *r == rounds) {
+        let tx = x(r) + cell / 2.0;
+        body.push_str(&format!(
+            r##"<line x1="{tx:.1}" y1="{bottom}" x2="{tx:.1}" y2="{b4}" stroke="#333"/><text x="{tx:.1}" y="{ty}" font-size="10" text-anchor="middle">{r}</text>"##,
+            b4 = bottom + 4.0,
+            ty = bottom + 16.0
+        ));
+    }
+    Some(frame(
+        &format!(
+            "{}: each round's verdict per claimed dimension ({})",
+            p.provider, p.claim
+        ),
+        &body,
+        height,
+    ))
 }

@@ -17,6 +17,7 @@ mod report;
 mod serve;
 mod train;
 mod verify;
+mod watch;
 mod zoo;
 
 use std::process::ExitCode;
@@ -54,6 +55,9 @@ enum Command {
     Verify(Box<verify::Args>),
     /// Verify a claim against an endpoint, identify what it serves, and write the report.
     Audit(Box<audit::Args>),
+    /// Audit several providers round after round; flag changes; keep a comparison report
+    /// (exit codes as audit, for the worst provider).
+    Watch(Box<watch::Args>),
     /// Audit packs: build, merge, verify, install, list.
     #[command(subcommand)]
     Pack(pack::Command),
@@ -92,6 +96,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(a) => eval::run(*a),
         Command::Verify(a) => verify::run(*a),
         Command::Audit(a) => audit::run(*a),
+        Command::Watch(a) => watch::run(*a),
         Command::Pack(c) => pack::run(c),
         Command::Report(a) => report::run(a),
         Command::Bundle(c) => bundle::run(c),

@@ -201,12 +201,21 @@ fn audit_reports_render_and_bundles_detect_any_changed_byte() {
                 && e.path().extension().is_some_and(|x| x == "png")
         });
     assert!(rendered, "pdftoppm wrote no page");
+    // Typeset: the title first, then the verdict; tables with aligned columns (pdftotext
+    // -layout keeps a row's cells on one line).
     let text = Command::new("pdftotext")
+        .args(["-layout"])
         .arg(&pdf)
         .arg("-")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
+    let mut first = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    assert!(
+        first.next().unwrap().starts_with("hspi report: http://"),
+        "{text}"
+    );
+    assert_eq!(first.next(), Some("MISMATCH"), "{text}");
     assert!(
         text.contains("mismatch") && text.contains("*/candle/f32/*"),
         "{text}"

@@ -267,11 +267,13 @@ pub fn run_watch(
             }
             let out = round_dir(dir, round, &provider.name);
             let started_unix = unix_now();
+            let clock_started = std::time::Instant::now();
             let outcome = auditor.audit(provider, round, &out)?;
             let record = RoundRecord {
                 round,
                 provider: provider.name.clone(),
                 started_unix,
+                seconds: clock_started.elapsed().as_secs_f64(),
                 out,
                 outcome,
             };

@@ -124,6 +124,7 @@ pub fn comparison(
                             .collect(),
                         contract_failures: r.outcome.contract_failures.clone(),
                         cost: r.outcome.cost,
+                        seconds: r.seconds,
                         out: r.out.display().to_string(),
                     })
                     .collect(),

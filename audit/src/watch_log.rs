@@ -73,6 +73,9 @@ pub struct RoundRecord {
     pub round: u32,
     pub provider: String,
     pub started_unix: u64,
+    /// How long the audit took (wall time).
+    #[serde(default)]
+    pub seconds: f64,
     /// Where this audit's answers and report are.
     pub out: PathBuf,
     pub outcome: RoundOutcome,
@@ -167,6 +170,7 @@ mod tests {
             round,
             provider: provider.into(),
             started_unix: 1,
+            seconds: 0.5,
             out: PathBuf::from(format!("round-{round}/{provider}")),
             outcome: RoundOutcome {
                 verdict: "consistent".into(),

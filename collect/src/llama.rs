@@ -123,14 +123,24 @@ impl LlamaServer {
     /// Serve `gguf` as model `alias` with the settings of hspi's llama.cpp grid (2 threads,
     /// 4 slots: sequential requests answer as with one), once /health answers.
     pub fn start(build: &LlamaBuild, gguf: &Path, alias: &str) -> Result<LlamaServer> {
-        let program = build.bin.join("llama-server");
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .map_err(|e| CollectError::Llama {
-                program: program.clone(),
+                program: build.bin.join("llama-server"),
                 reason: format!("no free loopback port: {e}"),
             })?;
+        Self::start_on(build, gguf, alias, port)
+    }
+
+    /// The same on a chosen loopback port (a server restarted behind the same URL).
+    pub fn start_on(
+        build: &LlamaBuild,
+        gguf: &Path,
+        alias: &str,
+        port: u16,
+    ) -> Result<LlamaServer> {
+        let program = build.bin.join("llama-server");
         let child = Command::new(&program)
             .arg("-m")
             .arg(gguf)
@@ -175,6 +185,15 @@ impl LlamaServer {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
     }
 
     /// The chat endpoint hspi collects from.

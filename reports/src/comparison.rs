@@ -119,6 +119,9 @@ pub struct RoundPoint {
     pub dimensions: Vec<(Dimension, DimensionStatus, String)>,
     pub contract_failures: Vec<String>,
     pub cost: f64,
+    /// The audit's wall time.
+    #[serde(default)]
+    pub seconds: f64,
     /// Where the round's answers and report are.
     pub out: String,
 }

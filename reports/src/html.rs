@@ -25,11 +25,7 @@ fn row(k: &str, v: &str) -> String {
 }
 
 pub fn render(r: &Report) -> String {
-    let title = r
-        .subject
-        .endpoint
-        .clone()
-        .unwrap_or_else(|| r.subject.model.clone());
+    let title = r.title();
     let verdict_class = r
         .summary
         .verdict
@@ -38,10 +34,10 @@ pub fn render(r: &Report) -> String {
         .unwrap_or("")
         .to_string();
     let mut s = format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>hspi report: {t}</title><style>{STYLE}</style></head><body>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{t}</title><style>{STYLE}</style></head><body>",
         t = escape(&title)
     );
-    s.push_str(&format!("<h1>hspi report: {}</h1>", escape(&title)));
+    s.push_str(&format!("<h1>{}</h1>", escape(&title)));
     s.push_str("<section class=\"summary\" id=\"summary\"><h2>Summary</h2>");
     s.push_str(&format!(
         "<p class=\"verdict {verdict_class}\">{}</p><p>{}</p><table>",

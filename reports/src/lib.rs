@@ -15,6 +15,7 @@ pub mod markdown;
 pub mod pdf;
 pub mod report;
 pub mod svg;
+pub mod typeset;
 pub mod verification_table;
 
 pub use error::ReportError;

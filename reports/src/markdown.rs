@@ -23,12 +23,7 @@ fn pct(v: f64) -> String {
 
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
-    let title = r
-        .subject
-        .endpoint
-        .clone()
-        .unwrap_or_else(|| r.subject.model.clone());
-    s.push_str(&format!("# hspi report: {title}\n\n## Summary\n\n"));
+    s.push_str(&format!("# {}\n\n## Summary\n\n", r.title()));
     s.push_str(&format!(
         "**{}** — {}\n\n",
         r.summary.verdict, r.summary.finding

@@ -1,68 +1,14 @@
-//! PDF exporter: the Markdown report typeset as plain pages (PDF 1.4, the standard Helvetica
-//! font, no dependencies), with the per-query evidence drawn as bars. Written by hand so the
-//! report needs no browser or TeX on the auditor's machine.
+//! PDF exporter: the report typeset by Typst (a maintained typesetting library, run in-process
+//! with its embedded fonts: no browser, TeX or network on the auditor's machine). Title and
+//! summary first, then the tables (aligned columns), the same SVG charts as the HTML report with
+//! their axes and labels, the evidence appendix, and page numbers.
 
+use crate::comparison;
 use crate::report::{Evidence, Report};
-
-const PAGE_W: f64 = 595.0;
-const PAGE_H: f64 = 842.0;
-const MARGIN: f64 = 50.0;
-const LINE: f64 = 13.0;
-const MAX_CHARS: usize = 95;
-
-/// Latin-1 text for the standard fonts; a few typographic signs spelled out.
-fn latin1(s: &str) -> String {
-    s.replace('—', "-")
-        .replace('≥', ">=")
-        .replace('≤', "<=")
-        .replace('→', "->")
-        .replace('−', "-")
-        .chars()
-        .map(|c| if (c as u32) < 256 { c } else { '?' })
-        .collect()
-}
-
-fn escape(s: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    for c in latin1(s).chars() {
-        match c {
-            '(' | ')' | '\\' => {
-                out.push(b'\\');
-                out.push(c as u8);
-            }
-            _ => out.push(c as u32 as u8),
-        }
-    }
-    out
-}
-
-fn wrap(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    for word in line.split(' ') {
-        if cur.chars().count() + word.chars().count() + 1 > MAX_CHARS && !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
-        }
-        if !cur.is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(word);
-    }
-    out.push(cur);
-    out
-}
-
-/// Per-query llr bars for the first page's evidence chart: (llr, cumulative).
-fn bars(r: &Report) -> Vec<(f64, f64)> {
-    match &r.evidence {
-        Evidence::Audit { verification, .. } | Evidence::Verify { verification } => verification
-            .evidence
-            .iter()
-            .map(|e| (e.llr, e.cumulative_llr))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
+use crate::svg;
+use crate::typeset::{self, Doc};
+use crate::verification_table::dimension_rows;
+use hspi_datasets::short_id;
 
 pub struct Pdf;
 
@@ -75,167 +21,172 @@ impl crate::exporter::Exporter for Pdf {
     }
 }
 
+/// The report's Typst source and the chart files it includes.
+pub fn document(r: &Report) -> Doc {
+    let wide = matches!(r.evidence, Evidence::Watch { .. });
+    let mut d = Doc::new(&r.title(), wide);
+    d.heading(1, &r.title());
+    d.summary(&r.summary.verdict, &r.summary.finding);
+    let mut facts = vec![["Model".to_string(), r.subject.model.clone()]];
+    if let Some(c) = &r.subject.claim {
+        facts.push(["Claimed platform".into(), c.clone()]);
+    }
+    if let Some(c) = r.summary.confidence {
+        facts.push(["How sure".into(), format!("{:.1} %", c * 100.0)]);
+    }
+    facts.push([
+        "What it cost".into(),
+        format!(
+            "{} queries, {} requests, {} output tokens, {:.6} in API charges",
+            r.spent.queries, r.spent.requests, r.spent.output_tokens, r.spent.cost
+        ),
+    ]);
+    facts.push(["What to do next".into(), r.summary.next_step.clone()]);
+    facts.push(["Date".into(), r.created.clone()]);
+    facts.push(["Tool".into(), r.tool.clone()]);
+    d.table(&["", ""], &facts);
+    if !r.contract.is_empty() {
+        d.heading(2, "API contract");
+        let rows: Vec<[String; 3]> = r
+            .contract
+            .iter()
+            .map(|c| {
+                [
+                    c.name.clone(),
+                    c.status.name().to_string(),
+                    c.detail.clone(),
+                ]
+            })
+            .collect();
+        d.table(&["check", "status", "detail"], &rows);
+    }
+    if let Some(draw) = &r.draw {
+        d.para(&draw.sentence());
+    }
+    if let Evidence::Watch { comparison: c } = &r.evidence {
+        d.heading(2, &format!("Providers side by side ({} rounds)", c.rounds));
+        d.table(&comparison::TABLE_HEADER, &comparison::table_rows(c));
+    }
+
+    d.page_break();
+    d.heading(2, "Appendix A: evidence");
+    for chart in svg::charts(r) {
+        d.chart(&chart);
+    }
+    match &r.evidence {
+        Evidence::Audit { verification, .. } | Evidence::Verify { verification }
+            if !verification.evidence.is_empty() || !verification.dimensions.is_empty() =>
+        {
+            if !verification.dimensions.is_empty() {
+                d.heading(3, "Per claimed dimension");
+                d.table(
+                    &["dimension", "verdict", "claimed", "nearest known", "llr"],
+                    &dimension_rows(verification),
+                );
+            }
+            d.heading(3, "Sequential test");
+            d.para(&format!(
+                "Claim {} ({}). Log-likelihood ratio {:.2}; mismatch at ≥ {:.2}, consistent at ≤ {:.2}. {} queries, {} output tokens.",
+                verification.claim,
+                verification.claimed.join(", "),
+                verification.log_likelihood_ratio,
+                verification.thresholds.0,
+                verification.thresholds.1,
+                verification.queries,
+                verification.output_tokens
+            ));
+            let rows: Vec<[String; 6]> = verification
+                .evidence
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    [
+                        (i + 1).to_string(),
+                        short_id(&e.probe).to_string(),
+                        e.method.to_string(),
+                        format!("{:+.2}", e.llr),
+                        format!("{:+.2}", e.cumulative_llr),
+                        e.nearest.clone(),
+                    ]
+                })
+                .collect();
+            d.table(
+                &["#", "probe", "evidence", "llr", "total", "nearest"],
+                &rows,
+            );
+            if let Evidence::Audit { dataset, .. } = &r.evidence {
+                d.para(&format!("Every answer received is kept in {dataset}."));
+            }
+        }
+        Evidence::Eval { eval } => {
+            let rows: Vec<[String; 3]> = eval
+                .hspi
+                .per_class
+                .iter()
+                .map(|c| {
+                    [
+                        c.class.clone(),
+                        c.name.clone(),
+                        format!("{}/{}", c.correct, c.total),
+                    ]
+                })
+                .collect();
+            d.table(&["class", "platform", "correct"], &rows);
+        }
+        Evidence::Watch { comparison: c } => {
+            let changes = c.changes();
+            d.heading(
+                3,
+                &format!(
+                    "Changes ({}; a change needs {} net decided rounds)",
+                    changes.len(),
+                    c.rounds_to_flag
+                ),
+            );
+            if changes.is_empty() {
+                d.para("No provider changed what it serves.");
+            }
+            for (p, ch) in changes {
+                d.para(&comparison::change_sentence(p, ch));
+                d.table(&comparison::EVIDENCE_HEADER, &comparison::evidence_rows(ch));
+            }
+            d.para(&format!(
+                "Every round's answers and report are kept under {}.",
+                c.dir
+            ));
+        }
+        _ => {}
+    }
+
+    d.heading(2, "Appendix B: reference atlas");
+    if let Some(id) = &r.atlas.classifier_id {
+        d.para(&format!("Classifier {id}."));
+    }
+    d.list(&r.atlas.classes);
+    if !r.atlas.references.is_empty() {
+        d.para("References (hspi's own recomputation):");
+        d.list(&r.atlas.references);
+    }
+    d.heading(2, "Appendix C: methodology and limitations");
+    d.list(&r.methodology);
+    d.heading(3, "Limitations");
+    d.list(&r.limitations);
+    d
+}
+
 pub fn render(r: &Report) -> Vec<u8> {
-    let text = crate::markdown::render(r);
-    let mut lines: Vec<(bool, String)> = Vec::new();
-    for l in text.lines() {
-        let heading = l.starts_with('#');
-        if l.starts_with("|---") || l == "| | |" {
-            continue;
-        }
-        // Table rows as cells separated by wide gaps.
-        let l = if l.starts_with('|') {
-            l.trim_matches('|')
-                .split(" | ")
-                .map(str::trim)
-                .collect::<Vec<_>>()
-                .join("   ")
-        } else {
-            l.to_string()
-        };
-        let clean = l
-            .trim_start_matches('#')
-            .trim()
-            .replace("**", "")
-            .replace('`', "");
-        for w in wrap(&clean) {
-            lines.push((heading, w));
-        }
-    }
-    let per_page = ((PAGE_H - 2.0 * MARGIN) / LINE) as usize;
-    let chart = bars(r);
-    let mut pages: Vec<Vec<u8>> = Vec::new();
-    let mut first = true;
-    let mut rest = &lines[..];
-    while !rest.is_empty() || first {
-        let mut content = Vec::new();
-        let mut budget = per_page;
-        if first && !chart.is_empty() {
-            content.extend(draw_bars(&chart));
-            budget = budget.saturating_sub(14);
-        }
-        let take = budget.min(rest.len());
-        content.extend_from_slice(b"BT\n");
-        let top = if first && !chart.is_empty() {
-            PAGE_H - MARGIN - 14.0 * LINE
-        } else {
-            PAGE_H - MARGIN
-        };
-        content.extend(format!("{MARGIN} {top} Td\n{LINE} TL\n").as_bytes());
-        for (heading, l) in &rest[..take] {
-            let font = if *heading { "/F2 12" } else { "/F1 9" };
-            content.extend(format!("{font} Tf\n(").as_bytes());
-            content.extend(escape(l));
-            content.extend_from_slice(b") Tj T*\n");
-        }
-        content.extend_from_slice(b"ET\n");
-        pages.push(content);
-        rest = &rest[take..];
-        first = false;
-    }
-    assemble(&pages)
+    typeset::pdf(&document(r))
 }
 
-fn draw_bars(chart: &[(f64, f64)]) -> Vec<u8> {
-    let (x0, y0, w, h) = (
-        MARGIN,
-        PAGE_H - MARGIN - 140.0,
-        PAGE_W - 2.0 * MARGIN,
-        120.0,
-    );
-    let hi = chart.iter().map(|c| c.0.max(c.1)).fold(5.0, f64::max);
-    let lo = chart.iter().map(|c| c.0.min(c.1)).fold(-5.0, f64::min);
-    let y = |v: f64| y0 + h * (v - lo) / (hi - lo);
-    let bw = w / chart.len() as f64;
-    let mut s = format!(
-        "0.3 w 0 0 0 RG {x0} {y0} {w} {h} re S\n{x0} {z} m {x1} {z} l S\n",
-        z = y(0.0),
-        x1 = x0 + w
-    );
-    for (i, (llr, _)) in chart.iter().enumerate() {
-        let color = if *llr > 0.0 {
-            "0.84 0.15 0.16"
-        } else {
-            "0.17 0.63 0.17"
-        };
-        let (a, b) = (y(0.0), y(*llr));
-        s.push_str(&format!(
-            "{color} rg {:.1} {:.1} {:.1} {:.1} re f\n",
-            x0 + bw * (i as f64 + 0.2),
-            a.min(b),
-            bw * 0.6,
-            (a - b).abs()
-        ));
-    }
-    s.push_str("1 w 0 0 0 RG ");
-    for (i, (_, cum)) in chart.iter().enumerate() {
-        let op = if i == 0 { "m" } else { "l" };
-        s.push_str(&format!(
-            "{:.1} {:.1} {op} ",
-            x0 + bw * (i as f64 + 0.5),
-            y(*cum)
-        ));
-    }
-    s.push_str("S\n0 0 0 rg BT /F1 8 Tf ");
-    s.push_str(&format!("{x0} {} Td (per-query log-likelihood ratio \\(bars\\) and running total \\(line\\)) Tj ET\n", y0 - 10.0));
-    s.into_bytes()
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn assemble(pages: &[Vec<u8>]) -> Vec<u8> {
-    // Objects: 1 catalog, 2 pages, 3 Helvetica, 4 Helvetica-Bold, then (page, content) pairs.
-    let mut objects: Vec<Vec<u8>> = Vec::new();
-    let kids: Vec<String> = (0..pages.len())
-        .map(|i| format!("{} 0 R", 5 + 2 * i))
-        .collect();
-    objects.push(b"<< /Type /Catalog /Pages 2 0 R >>".to_vec());
-    objects.push(
-        format!(
-            "<< /Type /Pages /Kids [{}] /Count {} >>",
-            kids.join(" "),
-            pages.len()
-        )
-        .into_bytes(),
-    );
-    objects.push(
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
-            .to_vec(),
-    );
-    objects.push(
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>"
-            .to_vec(),
-    );
-    for (i, content) in pages.iter().enumerate() {
-        objects.push(
-            format!(
-                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {PAGE_W} {PAGE_H}] /Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> /Contents {} 0 R >>",
-                6 + 2 * i
-            )
-            .into_bytes(),
-        );
-        let mut stream = format!("<< /Length {} >>\nstream\n", content.len()).into_bytes();
-        stream.extend_from_slice(content);
-        stream.extend_from_slice(b"\nendstream");
-        objects.push(stream);
+    #[test]
+    fn text_that_looks_like_markup_is_typeset_as_text() {
+        let mut d = Doc::new("t", false);
+        d.para("#set page(width: 1cm) \"quoted\" \\ $x$ *bold* [link] <label> @ref");
+        let pdf = typeset::pdf(&d);
+        assert!(pdf.starts_with(b"%PDF"), "a PDF");
     }
-    let mut out = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, o) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend(format!("{} 0 obj\n", i + 1).as_bytes());
-        out.extend_from_slice(o);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for off in offsets {
-        out.extend(format!("{off:010} 00000 n \n").as_bytes());
-    }
-    out.extend(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
-    out
 }

@@ -163,6 +163,28 @@ const LIMIT_POOL: &str = "The pool ships with the pack: a provider holding the p
 const LIMIT_MODEL: &str = "The error rates hold under the classifier's model of each platform; they are targets, not guarantees against an adversary who knows the method.";
 
 impl Report {
+    /// The report's title: the audited endpoint (or dataset), or for a watch its providers.
+    pub fn title(&self) -> String {
+        match &self.evidence {
+            Evidence::Watch { comparison } => format!(
+                "hspi comparison: {} providers of {}",
+                comparison.providers.len(),
+                if self.subject.model.is_empty() {
+                    "one model"
+                } else {
+                    &self.subject.model
+                }
+            ),
+            _ => format!(
+                "hspi report: {}",
+                self.subject
+                    .endpoint
+                    .as_deref()
+                    .unwrap_or(&self.subject.model)
+            ),
+        }
+    }
+
     /// The exit code of the verdict the report carries (0 for reports without one): 0
     /// consistent, 1 mismatch / unknown / tampered, 3 inconclusive.
     pub fn exit_code(&self) -> u8 {

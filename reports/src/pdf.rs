@@ -63,9 +63,21 @@ pub fn document(r: &Report) -> Doc {
     if let Some(draw) = &r.draw {
         d.para(&draw.sentence());
     }
-    if let Evidence::Watch { comparison: c } = &r.evidence {
-        d.heading(2, &format!("Providers side by side ({} rounds)", c.rounds));
-        d.table(&comparison::TABLE_HEADER, &comparison::table_rows(c));
+    match &r.evidence {
+        Evidence::Watch { comparison: c } => {
+            d.heading(2, &format!("Providers side by side ({} rounds)", c.rounds));
+            d.table(&comparison::TABLE_HEADER, &comparison::table_rows(c));
+        }
+        Evidence::Audit { verification, .. } | Evidence::Verify { verification }
+            if !verification.dimensions.is_empty() =>
+        {
+            d.heading(2, "Per claimed dimension");
+            d.table(
+                &["dimension", "verdict", "claimed", "nearest known", "llr"],
+                &dimension_rows(verification),
+            );
+        }
+        _ => {}
     }
 
     d.page_break();
@@ -77,13 +89,6 @@ pub fn document(r: &Report) -> Doc {
         Evidence::Audit { verification, .. } | Evidence::Verify { verification }
             if !verification.evidence.is_empty() || !verification.dimensions.is_empty() =>
         {
-            if !verification.dimensions.is_empty() {
-                d.heading(3, "Per claimed dimension");
-                d.table(
-                    &["dimension", "verdict", "claimed", "nearest known", "llr"],
-                    &dimension_rows(verification),
-                );
-            }
             d.heading(3, "Sequential test");
             d.para(&format!(
                 "Claim {} ({}). Log-likelihood ratio {:.2}; mismatch at ≥ {:.2}, consistent at ≤ {:.2}. {} queries, {} output tokens.",

@@ -350,7 +350,7 @@ pub fn posterior_bars(id: &Identification) -> Option<Chart> {
             escape(&format!("{} {}", p.class, p.name)),
             y,
             COLORS[i % COLORS.len()],
-            285.0 + w,
+            (285.0 + w).min(W - 48.0),
             y + 11.0,
             p.probability
         ));

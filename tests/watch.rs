@@ -256,6 +256,7 @@ fn three_providers_watched_over_thirty_rounds() {
     );
 
     check_reports(tmp.path(), &dir);
+    total_budget_stops_the_watch(tmp.path(), &a.chat_url());
 
     // The whole watch (log, rounds, comparison) as a signed evidence bundle.
     let key = tmp.path().join("key");
@@ -268,6 +269,45 @@ fn three_providers_watched_over_thirty_rounds() {
     );
     ok(&["bundle", "sign", d, "--key", k, "--out", b]);
     ok(&["bundle", "verify", b]);
+}
+
+/// A watch with a total budget of 5 requests, of A and of a provider that refuses connections:
+/// the refusing provider's round is logged without a verdict (the watch goes on), and the watch
+/// stops before the budget is overrun, exiting 3 with every round kept.
+fn total_budget_stops_the_watch(tmp: &Path, a: &str) {
+    let dir = tmp.join("budget");
+    let r = run(&[
+        "watch",
+        "--pack",
+        shipped_pack().to_str().unwrap(),
+        "--claim",
+        CLAIM,
+        "--provider",
+        &format!("A={a}"),
+        "--provider",
+        "down=http://127.0.0.1:9/v1/chat/completions",
+        "--rounds",
+        "5",
+        "--every",
+        "0",
+        "--retries",
+        "0",
+        "--total-max-requests",
+        "5",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("total budget is spent"), "{}", r.stderr);
+    let records = lines(&dir.join("rounds.jsonl"));
+    let spent: u64 = records
+        .iter()
+        .map(|r| r["outcome"]["requests"].as_u64().unwrap())
+        .sum();
+    assert!(spent <= 5, "{spent} requests");
+    assert!(records.len() < 10, "stopped early: {records:?}");
+    let down = records.iter().find(|r| r["provider"] == "down").unwrap();
+    assert!(down["outcome"]["error"].is_string(), "{down}");
 }
 
 /// The comparison report as JSON (schema), HTML (Chromium) and PDF (poppler).

@@ -125,6 +125,7 @@ pub fn watch_with(
             r.outcome
                 .error
                 .as_deref()
+                .and_then(|e| e.lines().next())
                 .map_or(String::new(), |e| format!(" — {e}"))
         ));
         for f in findings(&records, o.change) {

@@ -30,13 +30,14 @@ pub struct RoundOutcome {
 }
 
 impl RoundOutcome {
-    /// A round whose provider could not be audited (refused, timed out, answered garbage).
-    pub fn unreachable(error: &str) -> RoundOutcome {
+    /// A round whose audit failed before a verdict (the endpoint refused or answered garbage,
+    /// the round's budget ran out), charged `requests`.
+    pub fn failed(error: &str, requests: u64) -> RoundOutcome {
         RoundOutcome {
             verdict: "inconclusive".into(),
             dimensions: Vec::new(),
-            contract_failures: vec!["transport".into()],
-            requests: 0,
+            contract_failures: Vec::new(),
+            requests,
             output_tokens: 0,
             cost: 0.0,
             error: Some(error.to_string()),

@@ -93,6 +93,7 @@ impl RoundAuditor for PackRoundAuditor<'_> {
         out: &Path,
     ) -> Result<RoundOutcome, AuditError> {
         let mut endpoint = self.capped(self.endpoint.clone())?;
+        let cap = endpoint.budget.max_requests;
         endpoint.url = provider.url.clone();
         endpoint.api_key = api_key_from_env(provider.api_key_env.as_deref())?;
         endpoint.journal = Some(round_journal(out));
@@ -113,8 +114,12 @@ impl RoundAuditor for PackRoundAuditor<'_> {
         };
         let outcome = match audit_with_pack(audit, &quiet) {
             Ok(report) => RoundOutcome::from_report(&report),
-            // The endpoint failed (refused, timed out, answered garbage): the round says so.
-            Err(AuditError::Collect(e)) => RoundOutcome::unreachable(&e.to_string()),
+            // The endpoint failed (refused, answered garbage) or the round's budget ran out: the
+            // round says so and the watch goes on. What it spent is not known: it is charged
+            // its whole cap, so the total budget is never overrun.
+            Err(e @ (AuditError::Collect(_) | AuditError::Classify(_))) => {
+                RoundOutcome::failed(&e.to_string(), cap.unwrap_or(0))
+            }
             Err(e) => return Err(e),
         };
         self.spent.0 += outcome.requests;
@@ -170,4 +175,68 @@ pub fn reverify(
         out.push(again);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_audit_gets_what_the_watch_has_left_and_none_once_it_is_spent() {
+        let plan = WatchPlan::new(
+            vec![
+                WatchProvider::parse("a=http://x/v1/chat/completions", Some("*/*/f16/*")).unwrap(),
+            ],
+            3,
+            std::time::Duration::ZERO,
+            0.0,
+            1,
+        )
+        .unwrap();
+        let lines = Lines {
+            data: &|_| {},
+            status: &|_| {},
+        };
+        let mut endpoint = EndpointOptions {
+            url: String::new(),
+            api: None,
+            model: String::new(),
+            label: None,
+            api_key: None,
+            concurrency: 1,
+            rate_limit: None,
+            timeout: std::time::Duration::from_secs(1),
+            retries: 0,
+            budget: Default::default(),
+            journal: None,
+            text_only: false,
+            allow_model_mismatch: false,
+            strict_openai: false,
+        };
+        endpoint.budget.max_requests = Some(40);
+        let mut auditor = PackRoundAuditor {
+            pack: None,
+            plan: &plan,
+            draw: 8,
+            params: VerifyParams::default(),
+            endpoint: endpoint.clone(),
+            total: TotalBudget {
+                max_requests: Some(12),
+                max_cost: Some(1.0),
+            },
+            spent: (10, 0.25),
+            lines: &lines,
+            command: String::new(),
+        };
+        let capped = auditor.capped(endpoint.clone()).unwrap();
+        assert_eq!(
+            capped.budget.max_requests,
+            Some(2),
+            "the total's 2 left, not 40"
+        );
+        assert_eq!(capped.budget.max_cost, Some(0.75));
+        auditor.spent = (12, 0.25);
+        let err = auditor.capped(endpoint).unwrap_err().to_string();
+        assert!(err.contains("total budget is spent: 12 requests"), "{err}");
+    }
 }

@@ -44,12 +44,14 @@ impl WatchProvider {
         if name.is_empty() || url.is_empty() {
             return Err(bad("the name and the URL must not be empty"));
         }
-        if !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        let starts_well = name.starts_with(|c: char| c.is_ascii_alphanumeric());
+        if !starts_well
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         {
             return Err(bad(
-                "a name is letters, digits, '-', '_' or '.' (it names directories)",
+                "a name is a letter or digit, then letters, digits, '-', '_' or '.' (it names directories)",
             ));
         }
         let mut claim = default_claim.map(str::to_string);
@@ -509,6 +511,7 @@ mod tests {
             ("a=http://x,colour=red", "unknown option 'colour=red'"),
             ("a=http://x", "no claim"),
             ("a/b=http://x,claim=*/*/f16/*", "a name is"),
+            ("..=http://x,claim=*/*/f16/*", "a name is"),
         ] {
             let err = WatchProvider::parse(spec, None).unwrap_err().to_string();
             assert!(err.contains(why), "{spec}: {err}");

@@ -13,6 +13,7 @@ pub mod provenance;
 pub mod record;
 mod short_id;
 pub mod store;
+pub mod ulp;
 
 pub use eqc::Eqc;
 pub use error::DatasetError;
@@ -24,10 +25,11 @@ pub use platform::{
 };
 pub use presentation::{Grid, Presentation, PresentationParseError};
 pub use probe::{content_id, GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};
-pub use provenance::{GpuInfo, HostProvenance};
+pub use provenance::{Emulation, GpuInfo, HostProvenance};
 pub use record::{
     top_label, LogitBits, Logprob, LogprobError, Outputs, Record, Served, TokenStep, TopEntry,
     Usage,
 };
 pub use short_id::short_id;
 pub use store::{Dataset, DatasetWriter, OpenMode};
+pub use ulp::ulp_diff;

@@ -16,6 +16,22 @@ pub struct HostProvenance {
     pub engines: Vec<(String, String)>,
     #[serde(default)]
     pub gpus: Vec<GpuInfo>,
+    /// GPU platforms this session computed on the CPU with emulated GPU kernels instead of on
+    /// the GPU (their records carry the GPU platform's label: they are references for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulation: Option<Emulation>,
+}
+
+/// How a session reproduced GPU platforms without their GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Emulation {
+    /// The kernel-plan file, as given.
+    pub kernel_plans: String,
+    /// sha256 of that file.
+    pub sha256: String,
+    /// The tensor-core rule of each plan's kernels (`sm90`).
+    pub rules: Vec<String>,
+    pub platforms: Vec<crate::Platform>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +82,7 @@ impl HostProvenance {
             hspi_version: env!("CARGO_PKG_VERSION").to_string(),
             engines,
             gpus: Vec::new(),
+            emulation: None,
         }
     }
 }

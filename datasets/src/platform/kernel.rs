@@ -23,6 +23,19 @@ pub enum ReductionOrder {
     /// The library picks order, split-K and FMA itself (cuBLAS heuristics, which vary with the
     /// GPU and the problem shape); only the accumulator type is asked for.
     Library,
+    /// NVIDIA tensor cores: K walked in ascending order in blocks of `group` products, each
+    /// block summed with the accumulator as one block FMA (exact products aligned to the largest
+    /// exponent by truncation, the architecture's rounding after the block). `tcG`.
+    TensorCore {
+        group: u32,
+    },
+    /// A CUDA-core dot split over `lanes` threads: lane j chains FMAs over `vector` contiguous
+    /// elements at j·vector, then every lanes·vector further; the lanes' partials are summed by a
+    /// butterfly (warp-shuffle) tree, lane j taking lane j + half. `lnLxV`.
+    Lanes {
+        lanes: u32,
+        vector: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -61,6 +74,8 @@ impl fmt::Display for ReductionOrder {
             ReductionOrder::Pairwise => f.write_str("pair"),
             ReductionOrder::Blocked { tile } => write!(f, "blk{tile}"),
             ReductionOrder::Library => f.write_str("lib"),
+            ReductionOrder::TensorCore { group } => write!(f, "tc{group}"),
+            ReductionOrder::Lanes { lanes, vector } => write!(f, "ln{lanes}x{vector}"),
         }
     }
 }
@@ -78,6 +93,30 @@ impl fmt::Display for KernelOptions {
             self.split_k,
             if self.fma { "fma" } else { "nofma" }
         )
+    }
+}
+
+/// `seq`, `pair`, `blkK`, `tcG` or `lnLxV`, every count positive (lanes a power of two: the
+/// butterfly halves them).
+fn parse_order(s: &str) -> Option<ReductionOrder> {
+    let positive = |t: &str| t.parse::<u32>().ok().filter(|n| *n > 0);
+    match s {
+        "seq" => Some(ReductionOrder::Sequential),
+        "pair" => Some(ReductionOrder::Pairwise),
+        _ => {
+            if let Some(tile) = s.strip_prefix("blk") {
+                return positive(tile).map(|tile| ReductionOrder::Blocked { tile });
+            }
+            if let Some(group) = s.strip_prefix("tc") {
+                return positive(group).map(|group| ReductionOrder::TensorCore { group });
+            }
+            let (lanes, vector) = s.strip_prefix("ln")?.split_once('x')?;
+            let lanes = positive(lanes).filter(|l| l.is_power_of_two())?;
+            Some(ReductionOrder::Lanes {
+                lanes,
+                vector: positive(vector)?,
+            })
+        }
     }
 }
 
@@ -110,17 +149,8 @@ impl FromStr for KernelOptions {
             return Err(bad("expected acc-X alone or four parts separated by '.'"));
         };
         let accumulator = accumulator(acc)?;
-        let order = match *order {
-            "seq" => ReductionOrder::Sequential,
-            "pair" => ReductionOrder::Pairwise,
-            other => match other
-                .strip_prefix("blk")
-                .and_then(|t| t.parse::<u32>().ok())
-            {
-                Some(tile) if tile > 0 => ReductionOrder::Blocked { tile },
-                _ => return Err(bad("reduction order must be seq, pair or blkK")),
-            },
-        };
+        let order = parse_order(order)
+            .ok_or_else(|| bad("reduction order must be seq, pair, blkK, tcG or lnLxV"))?;
         let split_k = sk
             .strip_prefix("sk")
             .and_then(|n| n.parse::<u32>().ok())
@@ -137,5 +167,41 @@ impl FromStr for KernelOptions {
             split_k,
             fma,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_options_round_trip() {
+        for s in [
+            "acc-f32.seq.sk1.fma",
+            "acc-f32.tc16.sk1.fma",
+            "acc-f32.tc8.sk2.fma",
+            "acc-f16.tc16.sk1.fma",
+            "acc-f32.ln16x4.sk1.fma",
+            "acc-f32.ln32x1.sk4.nofma",
+            "acc-bf16.blk64.sk8.fma",
+            "acc-f16",
+        ] {
+            let k: KernelOptions = s.parse().unwrap_or_else(|e| panic!("{s}: {e}"));
+            assert_eq!(k.to_string(), s);
+        }
+    }
+
+    #[test]
+    fn bad_orders_are_named() {
+        for s in [
+            "acc-f32.tc0.sk1.fma",
+            "acc-f32.ln12x4.sk1.fma",
+            "acc-f32.ln16.sk1.fma",
+            "acc-f32.ln16x0.sk1.fma",
+            "acc-f32.tcx.sk1.fma",
+        ] {
+            let e = s.parse::<KernelOptions>().unwrap_err().to_string();
+            assert!(e.contains("tcG or lnLxV"), "{s}: {e}");
+        }
     }
 }

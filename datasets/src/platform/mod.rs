@@ -137,6 +137,8 @@ mod tests {
             "cuda-nvidia-h100-80gb-hbm3-sm90-132sm/cublas-13.1.0/f16/acc-f16/bs8",
             "remote-api.example.com/http/q4_0/bs1",
             "cpu-avx2/llamacpp-b6000/q8_0/bs1",
+            "cpu-avx2/emu-sm90/tf32/acc-f32.tc8.sk2.fma/bs1",
+            "cpu-avx2/emu-sm80/bf16/acc-f32.ln32x4.sk1.fma/bs8",
         ] {
             round_trip(s);
         }
@@ -149,6 +151,11 @@ mod tests {
                 ReductionOrder::Sequential,
                 ReductionOrder::Pairwise,
                 ReductionOrder::Blocked { tile: 64 },
+                ReductionOrder::TensorCore { group: 16 },
+                ReductionOrder::Lanes {
+                    lanes: 16,
+                    vector: 4,
+                },
             ] {
                 for accumulator in [Accumulator::F32, Accumulator::F16, Accumulator::Bf16] {
                     let p = Platform {

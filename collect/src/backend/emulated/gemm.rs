@@ -1,7 +1,8 @@
-//! Dot products the way GPU GEMM kernels compute them: an accumulator of a chosen precision, a
-//! reduction order (sequential, pairwise tree, or K-tiles), split-K partials combined in f32, and
-//! fused or separate multiply-add. Intermediate values are exact in f64 and rounded to the
-//! accumulator at each step a kernel would round.
+//! Dot products the way GPU CUDA-core kernels compute them: an accumulator of a chosen precision,
+//! a reduction order (sequential, pairwise tree, K-tiles, or lanes of a warp summed by a
+//! butterfly), split-K partials combined in f32, and fused or separate multiply-add. An f32 FMA
+//! rounds once (`f32::mul_add`); other steps are exact in f64 and rounded to the accumulator
+//! where a kernel rounds. Tensor-core orders are `tensor_core`'s.
 
 use hspi_datasets::{Accumulator, KernelOptions, ReductionOrder};
 
@@ -23,6 +24,10 @@ impl Gemm {
 
     /// acc + a·b: one rounding with FMA, two without.
     fn mac(&self, acc: f64, a: f32, b: f32) -> f64 {
+        if self.kernel.fma && self.kernel.accumulator == Accumulator::F32 {
+            // f64 would round a·b + acc before f32 does when their exponents lie far apart.
+            return a.mul_add(b, acc as f32) as f64;
+        }
         let p = a as f64 * b as f64; // exact: 24+24 bits fit in f64's 53
         if self.kernel.fma {
             self.round(acc + p)
@@ -47,10 +52,33 @@ impl Gemm {
         self.round(left + right)
     }
 
+    /// Lane j chains vectors of `vector` elements at j·vector + t·lanes·vector; lane j then takes
+    /// lane j + half for half = lanes/2 … 1, as a warp's shuffle-down reduction does.
+    fn lanes(&self, a: &[f32], b: &[f32], lanes: usize, vector: usize) -> f64 {
+        let mut partial = vec![0f64; lanes];
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            let lane = (i / vector) % lanes;
+            partial[lane] = self.mac(partial[lane], *x, *y);
+        }
+        let mut half = lanes / 2;
+        while half > 0 {
+            for j in 0..half {
+                partial[j] = self.round(partial[j] + partial[j + half]);
+            }
+            half /= 2;
+        }
+        partial[0]
+    }
+
     fn reduce(&self, a: &[f32], b: &[f32]) -> f64 {
         match self.kernel.order {
-            // Refused by `EmulatedImage::new`; sequential is the nearest meaning.
-            ReductionOrder::Sequential | ReductionOrder::Library => self.chain(a, b),
+            // Refused by the emulated backends; sequential is the nearest meaning.
+            ReductionOrder::Sequential
+            | ReductionOrder::Library
+            | ReductionOrder::TensorCore { .. } => self.chain(a, b),
+            ReductionOrder::Lanes { lanes, vector } => {
+                self.lanes(a, b, lanes as usize, vector as usize)
+            }
             ReductionOrder::Pairwise => self.pairwise(a, b),
             ReductionOrder::Blocked { tile } => {
                 let tile = tile as usize;
@@ -131,6 +159,26 @@ mod tests {
         assert!(gemm(Accumulator::F16, ReductionOrder::Sequential, 1, true)
             .dot(&a, &b)
             .is_infinite());
+    }
+
+    #[test]
+    fn lanes_sum_strided_vectors_then_fold_in_halves() {
+        // 16 lanes × 4: lane j holds elements 4j..4j+4 of 64; the butterfly adds lane j + 8 to
+        // lane j first. With 1 + 2^-24 spread so that only the tree meets them, the lane order
+        // keeps what a sequential chain loses.
+        let mut a = vec![0f32; 64];
+        a[0] = 1.0;
+        a[16] = 2f32.powi(-24);
+        a[48] = 2f32.powi(-24);
+        let b = vec![1f32; 64];
+        let lanes = ReductionOrder::Lanes {
+            lanes: 16,
+            vector: 4,
+        };
+        let seq = gemm(Accumulator::F32, ReductionOrder::Sequential, 1, true).dot(&a, &b);
+        let tree = gemm(Accumulator::F32, lanes, 1, true).dot(&a, &b);
+        assert_eq!(seq, 1.0);
+        assert_eq!(tree, 1.0 + 2f32.powi(-23));
     }
 
     #[test]

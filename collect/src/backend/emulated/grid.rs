@@ -5,7 +5,7 @@ use hspi_datasets::{
     ReductionOrder,
 };
 
-use super::EmulatedImage;
+use super::{Arch, EmulatedImage, GpuImage, KernelSource};
 use crate::backend::{on_this_cpu, runs_no, this_cpu, Backend, ImageRunner};
 use crate::error::{CollectError, Result};
 use crate::zoo::{ImageModel, Model, ModelId};
@@ -78,6 +78,22 @@ fn grid() -> Vec<Platform> {
     grid
 }
 
+/// The tensor-core rule an `emu-smXX` platform names; None for plain `emu`.
+fn tensor_core_rule(platform: &Platform, model: &str) -> Result<Option<Arch>> {
+    match platform.engine.version.as_deref() {
+        Some(v) if v.starts_with("sm") => {
+            v.parse()
+                .map(Some)
+                .map_err(|reason| CollectError::Unsupported {
+                    platform: platform.to_string(),
+                    model: model.into(),
+                    reason,
+                })
+        }
+        _ => Ok(None),
+    }
+}
+
 impl Backend for Emulated {
     fn name(&self) -> &'static str {
         "emulated"
@@ -113,7 +129,15 @@ impl Backend for Emulated {
         platform: &Platform,
     ) -> Result<Box<dyn ImageRunner>> {
         on_this_cpu(platform, &model.id)?;
-        Ok(Box::new(EmulatedImage::new(platform, model)?))
+        match tensor_core_rule(platform, &model.id)? {
+            Some(arch) => Ok(Box::new(GpuImage::new(
+                platform,
+                arch,
+                model,
+                KernelSource::Uniform(platform.kernel.unwrap_or_default()),
+            )?)),
+            None => Ok(Box::new(EmulatedImage::new(platform, model)?)),
+        }
     }
 }
 

@@ -1,13 +1,26 @@
 //! Emulated GPU kernels on the CPU: the model's layers computed with a configurable GEMM
 //! (accumulator, reduction order, split-K, FMA) and quantise→dequantise to each numeric format.
 //! Scalar and deterministic: the same platform gives the same bits on every CPU.
+//!
+//! `emu` platforms run this module's own pipeline; `emu-sm80`/`emu-sm90` platforms run hspi's
+//! CUDA pipeline with a tensor-core rule (`gpu`, `tensor_core`), and kernel plans
+//! (`plan`, fitted by `fit`) reproduce a GPU platform's records.
 
+pub mod fit;
 mod gemm;
+pub mod gpu;
+mod gpu_dot;
 mod grid;
+pub mod plan;
 pub mod quant;
+pub mod tensor_core;
 
 pub use gemm::Gemm;
+pub use gpu::{GemmShape, GpuImage, GpuModel, KernelSource};
+pub use gpu_dot::GpuDot;
 pub use grid::Emulated;
+pub use plan::{FitFigures, KernelPlan, KernelPlans, PlannedGemm};
+pub use tensor_core::{Arch, BlockFma};
 
 use hspi_datasets::{KernelOptions, NumericFormat, Platform, ReductionOrder};
 
@@ -61,6 +74,15 @@ impl EmulatedImage {
             });
         }
         let kernel = platform.kernel.unwrap_or_default();
+        if matches!(kernel.order, ReductionOrder::TensorCore { .. }) {
+            return Err(CollectError::Unsupported {
+                platform: platform.to_string(),
+                model: model.id.clone(),
+                reason: "tensor-core orders follow a GPU generation's rule: name it in the \
+                         engine (emu-sm80, emu-sm90)"
+                    .into(),
+            });
+        }
         if kernel.order == ReductionOrder::Library {
             return Err(CollectError::Unsupported {
                 platform: platform.to_string(),
@@ -319,6 +341,23 @@ pub(crate) fn max_pool2(x: &[f32], [c, h, w]: [usize; 3]) -> Vec<f32> {
         }
     }
     out
+}
+
+/// An image runner that reproduces the GPU platform of `plan` on this CPU.
+pub fn plan_runner(plan: &KernelPlan, model: &ImageModel) -> Result<Box<dyn ImageRunner>> {
+    if plan.model != model.id {
+        return Err(CollectError::Unsupported {
+            platform: plan.platform.to_string(),
+            model: model.id.clone(),
+            reason: format!("its kernel plan was fitted to {}", plan.model),
+        });
+    }
+    Ok(Box::new(GpuImage::new(
+        &plan.platform,
+        plan.arch()?,
+        model,
+        KernelSource::Plan(plan.clone()),
+    )?))
 }
 
 impl ImageRunner for EmulatedImage {

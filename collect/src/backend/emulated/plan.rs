@@ -1,0 +1,230 @@
+//! Kernel plans: which kernel a GPU library ran for each GEMM shape of a model on one GPU
+//! platform, recovered from that platform's records (`hspi emulate fit`), so the CPU can compute
+//! the platform's answers bit for bit. A plans file holds one plan per GPU platform:
+//!
+//! ```json
+//! {"schema": "hspi-kernel-plans/1", "plans": [{"platform": "cuda-…/tf32/bs8", "rule": "sm90",
+//!   "model": "cnn-digits", "gemms": [{"m": 512, "n": 16, "k": 9, "kernel": "acc-f32.tc8.sk1.fma"}],
+//!   "fit": {…}}]}
+//! ```
+
+use std::path::Path;
+
+use hspi_datasets::{Hardware, KernelOptions, Platform};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::gpu::GemmShape;
+use super::tensor_core::Arch;
+use crate::error::{CollectError, Result};
+
+pub const PLANS_SCHEMA: &str = "hspi-kernel-plans/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedGemm {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// A kernel-options string with an explicit order (`acc-f32.tc8.sk2.fma`).
+    pub kernel: String,
+}
+
+/// How well a plan reproduces its platform's records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitFigures {
+    /// The dataset the plan was fitted to (as given).
+    pub dataset: String,
+    pub probes: usize,
+    /// Probes whose every output value matched bit for bit.
+    pub probes_matched: usize,
+    pub values: usize,
+    pub values_matched: usize,
+    /// Largest distance in units in the last place over every value (0 when all match).
+    pub max_ulp: u64,
+    /// Median distance over the values that differ (0 when none does).
+    pub median_ulp_of_differing: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelPlan {
+    /// The GPU platform whose answers this plan reproduces.
+    pub platform: Platform,
+    /// The tensor-core rule its kernels follow (`sm80`, `sm90`).
+    pub rule: String,
+    pub model: String,
+    pub gemms: Vec<PlannedGemm>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitFigures>,
+}
+
+impl KernelPlan {
+    pub fn arch(&self) -> Result<Arch> {
+        self.rule.parse().map_err(|reason| CollectError::Plan {
+            path: self.platform.to_string(),
+            reason,
+        })
+    }
+
+    /// The kernel planned for `shape`.
+    pub fn kernel(&self, shape: GemmShape) -> Result<KernelOptions> {
+        let g = self
+            .gemms
+            .iter()
+            .find(|g| (g.m, g.n, g.k) == (shape.m, shape.n, shape.k))
+            .ok_or_else(|| CollectError::Plan {
+                path: self.platform.to_string(),
+                reason: format!(
+                    "no kernel planned for the GEMM {shape} (planned: {})\nhint: fit the plan \
+                     over records of this batch size: hspi emulate fit",
+                    self.gemms
+                        .iter()
+                        .map(|g| format!("{}×{}×{}", g.m, g.n, g.k))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })?;
+        g.kernel.parse().map_err(|e| CollectError::Plan {
+            path: self.platform.to_string(),
+            reason: format!("GEMM {shape}: {e}"),
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelPlans {
+    pub schema: String,
+    pub plans: Vec<KernelPlan>,
+}
+
+impl KernelPlans {
+    pub fn new(plans: Vec<KernelPlan>) -> KernelPlans {
+        KernelPlans {
+            schema: PLANS_SCHEMA.into(),
+            plans,
+        }
+    }
+
+    /// Read and check a plans file: schema, rules, every kernel string, one plan per platform.
+    pub fn load(path: &Path) -> Result<KernelPlans> {
+        let bad = |reason: String| CollectError::Plan {
+            path: path.display().to_string(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|source| CollectError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let plans: KernelPlans = serde_json::from_str(&text)
+            .map_err(|e| bad(format!("not a kernel-plans file: {e}")))?;
+        if plans.schema != PLANS_SCHEMA {
+            return Err(bad(format!(
+                "schema '{}', expected '{PLANS_SCHEMA}'",
+                plans.schema
+            )));
+        }
+        for (i, plan) in plans.plans.iter().enumerate() {
+            if !matches!(plan.platform.hardware, Hardware::Cuda { .. }) {
+                return Err(bad(format!(
+                    "plan {i} reproduces {}, which is not a GPU platform",
+                    plan.platform
+                )));
+            }
+            plan.arch().map_err(|e| bad(format!("plan {i}: {e}")))?;
+            for g in &plan.gemms {
+                g.kernel
+                    .parse::<KernelOptions>()
+                    .map_err(|e| bad(format!("plan {i} ({}): {e}", plan.platform)))?;
+            }
+            if plans.plans[..i].iter().any(|p| p.platform == plan.platform) {
+                return Err(bad(format!("two plans for {}", plan.platform)));
+            }
+        }
+        Ok(plans)
+    }
+
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).expect("plans serialise");
+        std::fs::write(path, text + "\n").map_err(|source| CollectError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    pub fn find(&self, platform: &Platform) -> Option<&KernelPlan> {
+        self.plans.iter().find(|p| &p.platform == platform)
+    }
+
+    /// sha256 of the file at `path`, for provenance.
+    pub fn file_sha256(path: &Path) -> Result<String> {
+        let bytes = std::fs::read(path).map_err(|source| CollectError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(hex::encode(Sha256::digest(bytes)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> KernelPlan {
+        KernelPlan {
+            platform: "cuda-nvidia-h100-80gb-hbm3-sm90-132sm/cublas-13.1.0/tf32/bs1"
+                .parse()
+                .unwrap(),
+            rule: "sm90".into(),
+            model: "cnn-digits".into(),
+            gemms: vec![PlannedGemm {
+                m: 64,
+                n: 16,
+                k: 9,
+                kernel: "acc-f32.tc8.sk1.fma".into(),
+            }],
+            fit: None,
+        }
+    }
+
+    #[test]
+    fn a_plan_names_its_kernels_and_refuses_unplanned_shapes() {
+        let p = plan();
+        let shape = GemmShape { m: 64, n: 16, k: 9 };
+        assert_eq!(p.kernel(shape).unwrap().to_string(), "acc-f32.tc8.sk1.fma");
+        let e = p
+            .kernel(GemmShape { m: 8, ..shape })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no kernel planned for the GEMM 8×16×9"), "{e}");
+        assert!(e.contains("planned: 64×16×9"), "{e}");
+    }
+
+    #[test]
+    fn files_round_trip_and_bad_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plans.json");
+        KernelPlans::new(vec![plan()]).save(&path).unwrap();
+        assert_eq!(KernelPlans::load(&path).unwrap().plans[0], plan());
+
+        let mut bad = plan();
+        bad.gemms[0].kernel = "acc-f32.tc8".into();
+        KernelPlans::new(vec![bad]).save(&path).unwrap();
+        let e = KernelPlans::load(&path).unwrap_err().to_string();
+        assert!(e.contains("plans.json") && e.contains("plan 0"), "{e}");
+
+        let mut cpu = plan();
+        cpu.platform = "cpu-avx2/emu/f32/bs1".parse().unwrap();
+        KernelPlans::new(vec![cpu]).save(&path).unwrap();
+        let e = KernelPlans::load(&path).unwrap_err().to_string();
+        assert!(e.contains("not a GPU platform"), "{e}");
+
+        let mut rule = plan();
+        rule.rule = "sm70".into();
+        KernelPlans::new(vec![rule]).save(&path).unwrap();
+        let e = KernelPlans::load(&path).unwrap_err().to_string();
+        assert!(e.contains("unknown tensor-core rule 'sm70'"), "{e}");
+
+        std::fs::write(&path, "{\"schema\": \"x\", \"plans\": []}").unwrap();
+        let e = KernelPlans::load(&path).unwrap_err().to_string();
+        assert!(e.contains("expected 'hspi-kernel-plans/1'"), "{e}");
+    }
+}

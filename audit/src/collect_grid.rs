@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use hspi_collect::backend::emulated::PlanFile;
 use hspi_collect::session::{self, LocalSummary};
 use hspi_collect::{grid, Model, ModelId, Progress};
 use hspi_datasets::OpenMode;
@@ -20,6 +21,8 @@ pub struct GridCollection<'a> {
     pub out: &'a Path,
     pub mode: OpenMode,
     pub command: &'a str,
+    /// A kernel-plans file: GPU platforms it covers are computed on this CPU from their plans.
+    pub emulate: Option<&'a Path>,
 }
 
 pub fn collect_grid(
@@ -27,9 +30,21 @@ pub fn collect_grid(
     progress: &dyn Progress,
 ) -> Result<LocalSummary, AuditError> {
     let model = Model::load(ModelId::parse(c.model)?, c.weights)?;
-    let platforms = grid::platforms_to_run(c.platforms, model.id())?;
+    let plans = c.emulate.map(PlanFile::load).transpose()?;
+    let platforms = match (&plans, c.platforms) {
+        // `plans`: every platform the file reproduces.
+        (Some(f), "plans") => f.plans.plans.iter().map(|p| p.platform.clone()).collect(),
+        _ => grid::platforms_to_run(c.platforms, model.id())?,
+    };
     let probes = hspi_probe::for_model(&model, c.probes, c.seed)?;
     Ok(session::collect_local(
-        &model, &platforms, &probes, c.out, c.mode, c.command, progress,
+        &model,
+        &platforms,
+        &probes,
+        c.out,
+        c.mode,
+        c.command,
+        plans.as_ref(),
+        progress,
     )?)
 }

@@ -45,6 +45,7 @@ pub fn demo(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
         &cnn,
         OpenMode::Force,
         &o.command,
+        None,
         &NoProgress,
     )?;
     (lines.status)(&done.to_string());

@@ -83,6 +83,21 @@ pub fn open_local(model: &Model, platform: &Platform) -> Result<Box<dyn Target>>
     }))
 }
 
+/// `model` at a GPU platform reproduced on this CPU from its kernel plan.
+pub fn open_emulated(
+    model: &Model,
+    plan: &crate::backend::emulated::KernelPlan,
+) -> Result<Box<dyn Target>> {
+    Ok(Box::new(LocalTarget {
+        id: local_target_id(&model.info().id, &plan.platform),
+        input_len: match model {
+            Model::Image(m) => Some(m.input_len()),
+            _ => None,
+        },
+        runner: backend::open_plan(model, plan)?,
+    }))
+}
+
 /// A zoo model on a backend's runner.
 struct LocalTarget {
     id: String,

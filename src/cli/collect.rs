@@ -50,6 +50,10 @@ pub struct Args {
     /// Print a JSON summary on stdout.
     #[arg(long)]
     pub json: bool,
+    /// A kernel-plans file (`hspi emulate fit`): the GPU platforms it covers are computed on
+    /// this CPU from their plans and labelled as those GPU platforms (`--platforms plans`: all).
+    #[arg(long)]
+    pub emulate: Option<PathBuf>,
     #[command(flatten)]
     pub endpoint: super::collect_http::EndpointArgs,
 }
@@ -77,6 +81,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             out: &args.out,
             mode: OpenMode::from_flags(args.resume, args.force),
             command: &command_line(),
+            emulate: args.emulate.as_deref(),
         },
         &Bar::new(),
     )?;

@@ -6,6 +6,7 @@ mod collect;
 mod collect_http;
 mod dataset;
 mod demo;
+mod emulate;
 mod eqc;
 mod eval;
 mod fetch;
@@ -66,6 +67,9 @@ enum Command {
     /// Signed evidence bundles: keygen, sign, verify.
     #[command(subcommand)]
     Bundle(bundle::Command),
+    /// GPU platforms on this CPU: fit kernel plans to a GPU's records, check them.
+    #[command(subcommand)]
+    Emulate(emulate::Command),
     /// Atlas collection on a cluster: plan shards, write Slurm / Kubernetes jobs.
     #[command(subcommand)]
     Atlas(atlas::Command),
@@ -100,6 +104,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Pack(c) => pack::run(c),
         Command::Report(a) => report::run(a),
         Command::Bundle(c) => bundle::run(c),
+        Command::Emulate(c) => emulate::run(c),
         Command::Atlas(c) => atlas::run(c),
         Command::Dataset(c) => dataset::run(c),
         Command::Probe(c) => probe::run(c),

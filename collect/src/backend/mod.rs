@@ -121,6 +121,22 @@ pub fn open(model: &Model, platform: &Platform) -> Result<Box<dyn Runner>> {
     }
 }
 
+/// `model` at the GPU platform of `plan`, computed on this CPU by emulated kernels (image models).
+pub fn open_plan(model: &Model, plan: &emulated::KernelPlan) -> Result<Box<dyn Runner>> {
+    let Model::Image(m) = model else {
+        return Err(CollectError::Unsupported {
+            platform: plan.platform.to_string(),
+            model: model.info().id,
+            reason: "kernel plans reproduce image models' GEMMs only".into(),
+        });
+    };
+    Ok(Box::new(ImagePool {
+        workers: (0..image_workers())
+            .map(|_| emulated::plan_runner(plan, m))
+            .collect::<Result<_>>()?,
+    }))
+}
+
 /// One image runner at `platform`, for callers that drive it themselves (the border search).
 pub fn image_runner(platform: &Platform, model: &ImageModel) -> Result<Box<dyn ImageRunner>> {
     owner(&model.id, platform)?.image_runner(model, platform)

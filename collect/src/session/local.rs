@@ -7,9 +7,10 @@ use hspi_datasets::{
 };
 
 use super::{new_session, probe_set_info};
+use crate::backend::emulated::PlanFile;
 use crate::collector::{collect, PendingTarget, Progress};
 use crate::error::{CollectError, Result};
-use crate::target::{check_local, local_target_id, open_local};
+use crate::target::{check_local, local_target_id, open_emulated, open_local};
 use crate::zoo::Model;
 
 #[derive(Debug, serde::Serialize)]
@@ -37,7 +38,10 @@ impl std::fmt::Display for LocalSummary {
 
 /// Collect `model` at every platform over `probes` into `out`. Every platform is checked before
 /// anything is written; what was written is sealed even when a platform fails. Image models run
-/// on one kernel thread per core (call this before starting other threads).
+/// on one kernel thread per core (call this before starting other threads). GPU platforms with a
+/// plan in `emulate` are computed on this CPU from it, labelled as the GPU platform, and the
+/// session says so.
+#[allow(clippy::too_many_arguments)]
 pub fn collect_local(
     model: &Model,
     platforms: &[Platform],
@@ -45,14 +49,19 @@ pub fn collect_local(
     out: &Path,
     mode: OpenMode,
     command: &str,
+    emulate: Option<&PlanFile>,
     progress: &dyn Progress,
 ) -> Result<LocalSummary> {
     if matches!(model, Model::Image(_)) {
         crate::backend::prefer_single_threaded_kernels();
     }
     let info = model.info();
+    let plan_of = |p: &Platform| emulate.and_then(|f| f.find(p));
     for p in platforms {
-        check_local(model, p)?;
+        match plan_of(p) {
+            Some(plan) => drop(crate::backend::open_plan(model, plan)?),
+            None => check_local(model, p)?,
+        }
     }
     let manifest = Manifest {
         schema_version: SCHEMA_VERSION,
@@ -63,14 +72,23 @@ pub fn collect_local(
         sessions: Vec::new(),
     };
     let mut session = new_session(command);
-    session.provenance.gpus = crate::backend::gpus_for(platforms);
+    let on_gpus: Vec<Platform> = platforms
+        .iter()
+        .filter(|p| plan_of(p).is_none())
+        .cloned()
+        .collect();
+    session.provenance.gpus = crate::backend::gpus_for(&on_gpus);
+    session.provenance.emulation = emulate.and_then(|f| f.provenance(platforms));
     let mut writer = DatasetWriter::open(out, &manifest, probes, session, mode)?;
     let targets: Vec<PendingTarget> = platforms
         .iter()
         .map(|p| PendingTarget {
             id: local_target_id(&info.id, p),
             platform: Some(p.clone()),
-            open: Box::new(|| open_local(model, p)),
+            open: Box::new(move || match plan_of(p) {
+                Some(plan) => open_emulated(model, plan),
+                None => open_local(model, p),
+            }),
         })
         .collect();
     let result = collect(&mut writer, &targets, probes, progress);

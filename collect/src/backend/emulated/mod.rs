@@ -19,7 +19,7 @@ pub use gemm::Gemm;
 pub use gpu::{GemmShape, GpuImage, GpuModel, KernelSource};
 pub use gpu_dot::GpuDot;
 pub use grid::Emulated;
-pub use plan::{FitFigures, KernelPlan, KernelPlans, PlannedGemm};
+pub use plan::{FitFigures, KernelPlan, KernelPlans, PlanFile, PlannedGemm};
 pub use tensor_core::{Arch, BlockFma};
 
 use hspi_datasets::{KernelOptions, NumericFormat, Platform, ReductionOrder};

@@ -8,9 +8,9 @@
 //!   "fit": {…}}]}
 //! ```
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use hspi_datasets::{Hardware, KernelOptions, Platform};
+use hspi_datasets::{Emulation, Hardware, KernelOptions, Platform};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -161,6 +161,46 @@ impl KernelPlans {
             source,
         })?;
         Ok(hex::encode(Sha256::digest(bytes)))
+    }
+}
+
+/// A plans file as loaded for a collection: the plans, and what a session records of them.
+#[derive(Debug, Clone)]
+pub struct PlanFile {
+    pub path: PathBuf,
+    pub plans: KernelPlans,
+    pub sha256: String,
+}
+
+impl PlanFile {
+    pub fn load(path: &Path) -> Result<PlanFile> {
+        Ok(PlanFile {
+            path: path.to_path_buf(),
+            plans: KernelPlans::load(path)?,
+            sha256: KernelPlans::file_sha256(path)?,
+        })
+    }
+
+    /// The plan for `platform`, if the file has one.
+    pub fn find(&self, platform: &Platform) -> Option<&KernelPlan> {
+        self.plans.find(platform)
+    }
+
+    /// The provenance of a session that computed `platforms` from these plans (None if none).
+    pub fn provenance(&self, platforms: &[Platform]) -> Option<Emulation> {
+        let used: Vec<&KernelPlan> = platforms.iter().filter_map(|p| self.find(p)).collect();
+        if used.is_empty() {
+            return None;
+        }
+        let mut rules: Vec<String> = used.iter().map(|p| p.rule.clone()).collect();
+        rules.sort();
+        rules.dedup();
+        Some(Emulation {
+            kernel_plans: self.path.display().to_string(),
+            sha256: self.sha256.clone(),
+            rules,
+            platforms: used.iter().map(|p| p.platform.clone()).collect(),
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use hspi_classify::verify::{Verifier, VerifyParams, VerifyReport};
 use hspi_classify::{run_audit, PlatformModel, RecordSource, ReferenceIndex};
 use hspi_datasets::store::load_one_model;
 use hspi_datasets::store::OneModel;
-use hspi_datasets::{PlatformPattern, Presentation, Record};
+use hspi_datasets::{Platform, PlatformPattern, Presentation, Record};
 use hspi_reports::report::{Atlas, Context, Report, Spent, Subject};
 
 use crate::error::AuditError;
@@ -69,12 +69,34 @@ impl VerifySetup {
     }
 }
 
-/// The target's answers as an endpoint with `presentation` would have shown them (`--as`).
-fn shown(mut data: OneModel, presentation: Presentation) -> OneModel {
+/// The target's answers in `dirs` (only those labelled `of` when given: `--answers-of`), as an
+/// endpoint with `presentation` would have shown them (`--as`).
+fn answers(
+    dirs: &[PathBuf],
+    of: Option<&Platform>,
+    presentation: Presentation,
+) -> Result<OneModel, AuditError> {
+    let mut data = load_one_model(dirs)?;
+    if let Some(platform) = of {
+        let mut labels: Vec<String> = data
+            .records
+            .iter()
+            .filter_map(|r| r.platform.as_ref().map(|p| p.to_string()))
+            .collect();
+        labels.sort();
+        labels.dedup();
+        data.records.retain(|r| r.platform.as_ref() == Some(platform));
+        if data.records.is_empty() {
+            return Err(AuditError::Usage(format!(
+                "--answers-of {platform}: no such answers in the datasets (they hold: {})",
+                labels.join(", ")
+            )));
+        }
+    }
     for r in &mut data.records {
         r.outputs = presentation.show(&r.outputs);
     }
-    data
+    Ok(data)
 }
 
 /// Verify the claim over collected answers of one target (`hspi verify DIR...`); the report model
@@ -83,11 +105,12 @@ fn shown(mut data: OneModel, presentation: Presentation) -> OneModel {
 pub fn repeat_verify_datasets(
     s: &VerifySetup,
     dirs: &[PathBuf],
+    of: Option<&Platform>,
     audits: usize,
     seed: u64,
     shown_as: Presentation,
 ) -> Result<AuditTally, AuditError> {
-    let data = shown(load_one_model(dirs)?, shown_as);
+    let data = answers(dirs, of, shown_as)?;
     let all: Vec<&Record> = data.records.iter().collect();
     s.model.check_compatible(&data.model, &all)?;
     let verifier = || Verifier::new(&s.model, &s.references, s.claim.clone(), s.params.clone());
@@ -97,9 +120,10 @@ pub fn repeat_verify_datasets(
 pub fn verify_datasets(
     s: &VerifySetup,
     dirs: &[PathBuf],
+    of: Option<&Platform>,
     shown_as: Presentation,
 ) -> Result<(VerifyReport, Report), AuditError> {
-    let data = shown(load_one_model(dirs)?, shown_as);
+    let data = answers(dirs, of, shown_as)?;
     let all: Vec<&Record> = data.records.iter().collect();
     s.model.check_compatible(&data.model, &all)?;
     let mut source = RecordSource::new(&data.records)?;

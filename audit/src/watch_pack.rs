@@ -167,6 +167,7 @@ pub fn reverify(
         let (verification, _) = verify_datasets(
             &setups[claim],
             std::slice::from_ref(&r.out),
+            None,
             Presentation::Exact,
         )?;
         let mut again = r.clone();

@@ -52,6 +52,10 @@ pub struct VerifyArgs {
 pub struct Args {
     /// Datasets of the target's answers (omit with --endpoint).
     pub datasets: Vec<PathBuf>,
+    /// Only the answers labelled with this platform (datasets that hold several, such as an
+    /// atlas).
+    #[arg(long)]
+    pub answers_of: Option<hspi_datasets::Platform>,
     #[command(flatten)]
     pub verify: VerifyArgs,
     #[command(flatten)]
@@ -135,11 +139,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         if args.verify.audits > 0 {
             let (v, t) = (&args.verify, &args.target);
-            let tally = repeat_verify_datasets(&s, &args.datasets, v.audits, v.seed, v.shown_as)?;
+            let of = args.answers_of.as_ref();
+            let tally =
+                repeat_verify_datasets(&s, &args.datasets, of, v.audits, v.seed, v.shown_as)?;
             printer::json_or(t.json, &tally, hspi_reports::verification_table::tally_text)?;
             return Ok(ExitCode::SUCCESS);
         }
-        verify_datasets(&s, &args.datasets, args.verify.shown_as)?
+        verify_datasets(
+            &s,
+            &args.datasets,
+            args.answers_of.as_ref(),
+            args.verify.shown_as,
+        )?
     };
     if let Some(path) = &args.verify.report {
         hspi_reports::json::write(path, &model)?;

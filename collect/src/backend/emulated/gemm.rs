@@ -25,7 +25,7 @@ impl Gemm {
     /// acc + a·b: one rounding with FMA, two without.
     fn mac(&self, acc: f64, a: f32, b: f32) -> f64 {
         if self.kernel.fma && self.kernel.accumulator == Accumulator::F32 {
-            // f64 would round a·b + acc before f32 does when their exponents lie far apart.
+            // One rounding: via f64 the sum could round twice when the exponents lie far apart.
             return a.mul_add(b, acc as f32) as f64;
         }
         let p = a as f64 * b as f64; // exact: 24+24 bits fit in f64's 53

@@ -92,7 +92,7 @@ enum Output {
     F16Nearest,
 }
 
-/// The largest block: tensor-core instructions sum at most 32 products (fp8 on Hopper).
+/// The largest block accepted: tensor-core instructions sum at most 32 products (fp8 on Hopper).
 const MAX_GROUP: usize = 64;
 
 /// One architecture's block FMA for one accumulator type, with a block size.
@@ -205,37 +205,34 @@ impl BlockFma {
             // An overflowed accumulator stays infinite (measured on Ada; see the research notes).
             return c;
         }
-        // Products: sign, exact significand product (≤ 48 bits) at 2^(ua + ub − 46).
-        let mut terms = [(false, 0u64, 0i32); MAX_GROUP];
-        let mut n = 0;
+        // First pass: the block's largest exponent (products by their unnormalised exponent).
+        let (a, b) = (&a[..a.len().min(self.group)], &b[..b.len().min(self.group)]);
         let mut top = self.floor;
-        for (x, y) in a.iter().zip(b).take(self.group) {
-            let (Some(p), Some(q)) = (decode(*x, self.operand_emin), decode(*y, self.operand_emin))
-            else {
-                continue;
-            };
-            let align = p.align + q.align;
-            top = top.max(align);
-            terms[n] = (
-                p.negative != q.negative,
-                p.sig * q.sig,
-                p.unit + q.unit - 46,
-            );
-            n += 1;
+        let mut any = false;
+        for (x, y) in a.iter().zip(b) {
+            if let (Some(p), Some(q)) = (decode(*x, self.operand_emin), decode(*y, self.operand_emin))
+            {
+                top = top.max(p.align + q.align);
+                any = true;
+            }
         }
         let acc = decode(c, self.accumulator_emin());
         if let Some(t) = acc {
             top = top.max(t.align);
         }
-        if n == 0 && acc.is_none() {
+        if !any && acc.is_none() {
             return 0.0;
         }
-        // Each term's magnitude on the grid 2^(top − W), truncated toward zero, summed exactly.
+        // Second pass: each term's magnitude on the grid 2^(top − W), truncated toward zero,
+        // summed exactly. A product's significands (≤ 48 bits) sit at 2^(ua + ub − 46).
         let grid = top - self.frac_bits;
         let mut sum: i64 = 0;
-        for &(negative, mag, exp) in &terms[..n] {
-            let v = shifted(mag, exp - grid);
-            sum += if negative { -v } else { v };
+        for (x, y) in a.iter().zip(b) {
+            if let (Some(p), Some(q)) = (decode(*x, self.operand_emin), decode(*y, self.operand_emin))
+            {
+                let v = shifted(p.sig * q.sig, p.unit + q.unit - 46 - grid);
+                sum += if p.negative != q.negative { -v } else { v };
+            }
         }
         if let Some(t) = acc {
             let v = shifted(t.sig, t.unit - 23 - grid);

@@ -118,7 +118,11 @@ fn emulate_fit_recovers_kernels_from_the_records() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("no GPU platform cuda-nvidia-a100"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no GPU platform cuda-nvidia-a100"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// References for the H100 computed here (`collect --emulate`) answer as the H100 did, and
@@ -147,7 +151,12 @@ fn verify_h100_claims_with_references_computed_on_the_cpu() {
         refs.to_str().unwrap(),
     ]);
     // Labelled as the H100 platforms, bit-identical to the H100's records, and saying how.
-    let diff = run(&["dataset", "diff", cnn.to_str().unwrap(), refs.to_str().unwrap()]);
+    let diff = run(&[
+        "dataset",
+        "diff",
+        cnn.to_str().unwrap(),
+        refs.to_str().unwrap(),
+    ]);
     for p in &emulated {
         assert!(
             diff.stdout
@@ -163,7 +172,12 @@ fn verify_h100_claims_with_references_computed_on_the_cpu() {
     assert!(manifest.sessions[0].provenance.gpus.is_empty());
 
     let clf = tmp.path().join("clf.json");
-    ok(&["train", refs.to_str().unwrap(), "--out", clf.to_str().unwrap()]);
+    ok(&[
+        "train",
+        refs.to_str().unwrap(),
+        "--out",
+        clf.to_str().unwrap(),
+    ]);
     let verify = |answers: &std::path::Path, of: &str, claim: &str| {
         let r = run(&[
             "verify",
@@ -212,4 +226,75 @@ fn verify_h100_claims_with_references_computed_on_the_cpu() {
 /// This machine's CPU platform prefix (`cpu-avx2`).
 fn cpu_isa() -> String {
     format!("cpu-{}", hspi_datasets::provenance::isa_path())
+}
+
+/// The tensor-core family as plain platform strings: the Hopper rule with one 16-product block
+/// per K step answers every probe as the H100's f16 GEMMs at batch 8 and 32 did; Ampere's rule
+/// (8-product blocks, 24 bits) does not. bf16 output rounding hides the difference: both rules
+/// fall in the H100's bf16 class on these probes (the atlas README says so).
+#[test]
+fn emu_sm90_platforms_fall_in_the_h100_classes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let local = tmp.path().join("emu");
+    let cnn = atlas("cnn-digits-h100");
+    let cpu = cpu_isa();
+    let hopper_f16 = format!("{cpu}/emu-sm90/f16/acc-f32.tc16.sk1.fma/bs1");
+    let ampere_f16 = format!("{cpu}/emu-sm80/f16/acc-f32.tc8.sk1.fma/bs1");
+    let ampere_bf16 = format!("{cpu}/emu-sm80/bf16/acc-f32.tc8.sk1.fma/bs1");
+    ok(&[
+        "collect",
+        "--platforms",
+        &format!("{hopper_f16},{ampere_f16},{ampere_bf16}"),
+        "--probes",
+        cnn.join("probes.json").to_str().unwrap(),
+        "--out",
+        local.to_str().unwrap(),
+    ]);
+    let r = ok(&[
+        "eqc",
+        "--json",
+        cnn.to_str().unwrap(),
+        local.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let class_of = |p: &str| -> Vec<String> {
+        v["eqcs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                e["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m.as_str().unwrap().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .find(|members| members.iter().any(|m| m == p))
+            .unwrap()
+    };
+    let mut hopper = class_of(&hopper_f16);
+    hopper.sort();
+    assert_eq!(
+        hopper,
+        [
+            hopper_f16.clone(),
+            format!("{H100}/f16/bs32"),
+            format!("{H100}/f16/bs8")
+        ]
+    );
+    assert_eq!(class_of(&ampere_f16), [ampere_f16.clone()]);
+    assert!(class_of(&ampere_bf16).contains(&format!("{H100}/bf16/bs1")));
+    // A tensor-core order without a GPU generation is refused, naming the fix.
+    let r = run(&[
+        "collect",
+        "--platforms",
+        &format!("{cpu}/emu/f16/acc-f32.tc16.sk1.fma/bs1"),
+        "--probes",
+        "2",
+        "--out",
+        tmp.path().join("x").to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("emu-sm80, emu-sm90"), "{}", r.stderr);
 }

@@ -17,8 +17,8 @@ const LIBRARIES: [&str; 8] = [
 ];
 
 /// The binary is argument parsing, printing and exit codes; the work lives in the libraries.
-/// (About 80 lines per command, most of them documented flags: 20 commands.)
-const BINARY_MAX_LINES: usize = 1750;
+/// (About 80 lines per command, most of them documented flags: 21 commands, `emulate` the 21st.)
+const BINARY_MAX_LINES: usize = 1830;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

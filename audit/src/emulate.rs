@@ -15,12 +15,14 @@ use serde::Serialize;
 
 use crate::error::AuditError;
 
+/// One GPU platform's outputs per input (None where it answered no record).
+type PlatformOutputs = (Platform, Vec<Option<Vec<f32>>>);
+
 /// A GPU dataset's image model, its inputs in probe-set order, and every platform's outputs.
 struct GpuRecords {
     model: ImageModel,
     inputs: Vec<Vec<f32>>,
-    /// (platform, outputs per input; None where the platform answered no record)
-    platforms: Vec<(Platform, Vec<Option<Vec<f32>>>)>,
+    platforms: Vec<PlatformOutputs>,
 }
 
 fn read(dir: &Path, weights: Option<&Path>) -> Result<GpuRecords, AuditError> {
@@ -106,7 +108,7 @@ fn selected<'r>(
     r: &'r GpuRecords,
     only: &[Platform],
     dir: &Path,
-) -> Result<Vec<&'r (Platform, Vec<Option<Vec<f32>>>)>, AuditError> {
+) -> Result<Vec<&'r PlatformOutputs>, AuditError> {
     for p in only {
         if !r.platforms.iter().any(|(q, _)| q == p) {
             return Err(AuditError::Usage(format!(
@@ -153,6 +155,17 @@ pub fn fit_plans(
     Ok(KernelPlans::new(plans))
 }
 
+/// One line on a fitted plan, as `hspi emulate fit` reports each.
+pub fn fitted_line(plan: &KernelPlan) -> String {
+    match &plan.fit {
+        Some(f) => format!(
+            "{}: {}/{} probes reproduced bit for bit",
+            plan.platform, f.probes_matched, f.probes
+        ),
+        None => plan.platform.to_string(),
+    }
+}
+
 /// One plan checked against a dataset's records.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanCheck {
@@ -185,7 +198,7 @@ pub fn check_plans(
         };
         let expected = complete(&r, platform, outputs, answers)?;
         let gpu = GpuModel::new(plan.arch()?, platform.format, &r.model)?;
-        let source = KernelSource::Plan(plan.clone());
+        let source = KernelSource::Plan(Box::new(plan.clone()));
         let mut got = Vec::new();
         for batch in r.inputs.chunks((platform.batch_size as usize).max(1)) {
             let images: Vec<&[f32]> = batch.iter().map(Vec::as_slice).collect();

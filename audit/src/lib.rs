@@ -24,7 +24,7 @@ mod watch_pack;
 pub use atlas_plan::plan_atlas;
 pub use collect_grid::{collect_grid, GridCollection};
 pub use demo::{demo, DemoOptions};
-pub use emulate::{check_plans, checks_text, fit_plans, PlanCheck};
+pub use emulate::{check_plans, checks_text, fit_plans, fitted_line, PlanCheck};
 pub use endpoint::{audit_endpoint, verify_endpoint, verify_endpoint_report, Verified};
 pub use error::AuditError;
 pub use evaluate::{evaluate_datasets, EvalOptions};

@@ -85,7 +85,8 @@ fn answers(
             .collect();
         labels.sort();
         labels.dedup();
-        data.records.retain(|r| r.platform.as_ref() == Some(platform));
+        data.records
+            .retain(|r| r.platform.as_ref() == Some(platform));
         if data.records.is_empty() {
             return Err(AuditError::Usage(format!(
                 "--answers-of {platform}: no such answers in the datasets (they hold: {})",

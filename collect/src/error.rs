@@ -51,6 +51,10 @@ pub enum CollectError {
         expected: &'static str,
         got: &'static str,
     },
+    #[error("kernel {kernel}: {reason}")]
+    Kernel { kernel: String, reason: String },
+    #[error("unknown tensor-core rule '{0}' (known: sm80, sm90)")]
+    UnknownRule(String),
     #[error("--platforms '{0}' names no platform")]
     NoPlatforms(String),
     #[error("no CUDA driver found; build with --features cuda on a machine with an NVIDIA GPU")]

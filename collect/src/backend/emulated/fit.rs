@@ -142,6 +142,10 @@ impl Score {
     }
 }
 
+/// A batch recomputed under a trial kernel: its index and every layer's input from the
+/// changed layer on.
+type Redone = (usize, Vec<Activations>);
+
 /// The state of the search: the kernels chosen so far and, per batch, every layer's input and
 /// the batch's score under them.
 struct Search<'a> {
@@ -197,13 +201,7 @@ impl<'a> Search<'a> {
             Some((s, k)) if s == shape => k,
             _ => self.chosen[&shape],
         };
-        GpuDot::new(self.gpu.arch, self.gpu.format, kernel).map_err(|reason| {
-            CollectError::Unsupported {
-                platform: self.task.platform.to_string(),
-                model: format!("GEMM {shape}"),
-                reason,
-            }
-        })
+        GpuDot::new(self.gpu.arch, self.gpu.format, kernel)
     }
 
     /// Layers `from..` of batch `b` from `input`, with `trial` replacing one shape's kernel;
@@ -251,11 +249,7 @@ impl<'a> Search<'a> {
     }
 
     /// The total score with `kernel` at `shape`, and the recomputed batches.
-    fn trial(
-        &self,
-        shape: GemmShape,
-        kernel: KernelOptions,
-    ) -> Result<(Score, Vec<(usize, Vec<Activations>)>)> {
+    fn trial(&self, shape: GemmShape, kernel: KernelOptions) -> Result<(Score, Vec<Redone>)> {
         let (layer, batches) = self.site(shape);
         let mut total = Score::default();
         let mut redone = Vec::new();

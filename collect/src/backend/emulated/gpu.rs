@@ -35,7 +35,7 @@ impl std::fmt::Display for GemmShape {
 #[derive(Debug, Clone)]
 pub enum KernelSource {
     Uniform(KernelOptions),
-    Plan(KernelPlan),
+    Plan(Box<KernelPlan>),
 }
 
 impl KernelSource {
@@ -251,14 +251,7 @@ impl GpuModel {
         let Some(shape) = self.gemm_shape(layer, batch) else {
             return Ok(None);
         };
-        let kernel = source.kernel(shape)?;
-        GpuDot::new(self.arch, self.format, kernel)
-            .map(Some)
-            .map_err(|reason| CollectError::Unsupported {
-                platform: format!("{}/{}/{kernel}", self.arch, self.format),
-                model: format!("GEMM {shape}"),
-                reason,
-            })
+        GpuDot::new(self.arch, self.format, source.kernel(shape)?).map(Some)
     }
 
     /// Logits per image of one batch.

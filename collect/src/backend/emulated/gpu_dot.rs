@@ -7,6 +7,7 @@ use hspi_datasets::{Accumulator, KernelOptions, NumericFormat, ReductionOrder};
 
 use super::gemm::Gemm;
 use super::tensor_core::{tf32_nearest_even, Arch, BlockFma};
+use crate::error::{CollectError, Result};
 
 #[derive(Debug, Clone, Copy)]
 pub enum GpuDot {
@@ -21,21 +22,25 @@ pub enum GpuDot {
 
 impl GpuDot {
     /// The kernel `kernel` for `format` operands on `arch`'s tensor cores, or on its CUDA cores.
-    pub fn new(arch: Arch, format: NumericFormat, kernel: KernelOptions) -> Result<GpuDot, String> {
+    pub fn new(arch: Arch, format: NumericFormat, kernel: KernelOptions) -> Result<GpuDot> {
         let split_k = kernel.split_k.max(1) as usize;
+        let bad = |reason: &str| CollectError::Kernel {
+            kernel: kernel.to_string(),
+            reason: reason.into(),
+        };
         match kernel.order {
             ReductionOrder::TensorCore { group } => Ok(GpuDot::TensorCore {
                 block: BlockFma::new(arch, format, kernel.accumulator, group)?,
                 split_k,
                 tf32: format == NumericFormat::Tf32,
             }),
-            ReductionOrder::Library => Err(format!(
-                "kernel {kernel} leaves the order to the library: name it (acc-f32.tc16.sk1.fma, \
-                 acc-f32.ln16x4.sk1.fma, …) or use a kernel plan"
+            ReductionOrder::Library => Err(bad(
+                "it leaves the order to the library: name it (acc-f32.tc16.sk1.fma, \
+                 acc-f32.ln16x4.sk1.fma, …) or use a kernel plan",
             )),
-            _ if kernel.accumulator == Accumulator::Bf16 => {
-                Err("GPU CUDA-core kernels accumulate in f32 or f16, not bf16".into())
-            }
+            _ if kernel.accumulator == Accumulator::Bf16 => Err(bad(
+                "GPU CUDA-core kernels accumulate in f32 or f16, not bf16",
+            )),
             _ => Ok(GpuDot::CudaCore(Gemm { kernel })),
         }
     }

@@ -84,10 +84,10 @@ fn tensor_core_rule(platform: &Platform, model: &str) -> Result<Option<Arch>> {
         Some(v) if v.starts_with("sm") => {
             v.parse()
                 .map(Some)
-                .map_err(|reason| CollectError::Unsupported {
+                .map_err(|e: CollectError| CollectError::Unsupported {
                     platform: platform.to_string(),
                     model: model.into(),
-                    reason,
+                    reason: e.to_string(),
                 })
         }
         _ => Ok(None),

@@ -356,7 +356,7 @@ pub fn plan_runner(plan: &KernelPlan, model: &ImageModel) -> Result<Box<dyn Imag
         &plan.platform,
         plan.arch()?,
         model,
-        KernelSource::Plan(plan.clone()),
+        KernelSource::Plan(Box::new(plan.clone())),
     )?))
 }
 

@@ -59,10 +59,7 @@ pub struct KernelPlan {
 
 impl KernelPlan {
     pub fn arch(&self) -> Result<Arch> {
-        self.rule.parse().map_err(|reason| CollectError::Plan {
-            path: self.platform.to_string(),
-            reason,
-        })
+        self.rule.parse()
     }
 
     /// The kernel planned for `shape`.

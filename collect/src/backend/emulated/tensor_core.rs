@@ -20,6 +20,8 @@ use std::str::FromStr;
 
 use hspi_datasets::{Accumulator, NumericFormat};
 
+use crate::error::{CollectError, Result};
+
 /// The tensor-core generation whose rule applies, named by its SM version (`emu-sm90`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Arch {
@@ -74,12 +76,12 @@ impl fmt::Display for Arch {
 }
 
 impl FromStr for Arch {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Arch, String> {
+    type Err = CollectError;
+    fn from_str(s: &str) -> Result<Arch> {
         Arch::ALL
             .into_iter()
             .find(|a| a.as_str() == s)
-            .ok_or_else(|| format!("unknown tensor-core rule '{s}' (known: sm80, sm90)"))
+            .ok_or_else(|| CollectError::UnknownRule(s.into()))
     }
 }
 
@@ -159,29 +161,33 @@ impl BlockFma {
         format: NumericFormat,
         accumulator: Accumulator,
         group: u32,
-    ) -> Result<BlockFma, String> {
+    ) -> Result<BlockFma> {
+        let bad = |reason: String| CollectError::Kernel {
+            kernel: format!("{arch} {format} tc{group} acc-{accumulator}"),
+            reason,
+        };
         let operand_emin = match format {
             NumericFormat::F16 => -14,
             NumericFormat::Bf16 | NumericFormat::Tf32 => -126,
             other => {
-                return Err(format!(
+                return Err(bad(format!(
                     "the {arch} tensor-core rule takes f16, bf16 or tf32 operands, not {other}"
-                ))
+                )))
             }
         };
         let output = match (accumulator, format) {
             (Accumulator::F32, _) => Output::F32TowardZero,
             (Accumulator::F16, NumericFormat::F16) => Output::F16Nearest,
             (acc, f) => {
-                return Err(format!(
+                return Err(bad(format!(
                     "tensor cores accumulate {f} in f32 (or f16 for f16 operands), not acc-{acc}"
-                ))
+                )))
             }
         };
         if group == 0 || group > MAX_GROUP as u32 {
-            return Err(format!(
+            return Err(bad(format!(
                 "a tensor-core block holds 1 to {MAX_GROUP} products, not {group}"
-            ));
+            )));
         }
         Ok(BlockFma {
             group: group as usize,
@@ -210,7 +216,8 @@ impl BlockFma {
         let mut top = self.floor;
         let mut any = false;
         for (x, y) in a.iter().zip(b) {
-            if let (Some(p), Some(q)) = (decode(*x, self.operand_emin), decode(*y, self.operand_emin))
+            if let (Some(p), Some(q)) =
+                (decode(*x, self.operand_emin), decode(*y, self.operand_emin))
             {
                 top = top.max(p.align + q.align);
                 any = true;
@@ -228,7 +235,8 @@ impl BlockFma {
         let grid = top - self.frac_bits;
         let mut sum: i64 = 0;
         for (x, y) in a.iter().zip(b) {
-            if let (Some(p), Some(q)) = (decode(*x, self.operand_emin), decode(*y, self.operand_emin))
+            if let (Some(p), Some(q)) =
+                (decode(*x, self.operand_emin), decode(*y, self.operand_emin))
             {
                 let v = shifted(p.sig * q.sig, p.unit + q.unit - 46 - grid);
                 sum += if p.negative != q.negative { -v } else { v };
@@ -377,12 +385,17 @@ mod tests {
 
     #[test]
     fn unsupported_operands_and_accumulators_are_named() {
-        let e = BlockFma::new(Arch::Sm90, NumericFormat::F32, Accumulator::F32, 16).unwrap_err();
+        let e = BlockFma::new(Arch::Sm90, NumericFormat::F32, Accumulator::F32, 16)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("f16, bf16 or tf32"), "{e}");
-        let e = BlockFma::new(Arch::Sm90, NumericFormat::Bf16, Accumulator::F16, 16).unwrap_err();
+        let e = BlockFma::new(Arch::Sm90, NumericFormat::Bf16, Accumulator::F16, 16)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("acc-f16"), "{e}");
         assert_eq!("sm90".parse::<Arch>().unwrap(), Arch::Sm90);
-        assert!("sm70".parse::<Arch>().unwrap_err().contains("sm80, sm90"));
+        let e = "sm70".parse::<Arch>().unwrap_err().to_string();
+        assert!(e.contains("sm80, sm90"), "{e}");
     }
 
     #[test]

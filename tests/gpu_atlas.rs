@@ -26,27 +26,7 @@ fn eqcs_with_local(name: &str, model: &str, platforms: &str) -> Vec<Vec<String>>
         local.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = run(&[
-        "eqc",
-        "--json",
-        atlas(name).to_str().unwrap(),
-        local.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    v["eqcs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            e["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| m.as_str().unwrap().to_string())
-                .collect()
-        })
-        .collect()
+    eqcs(&[&atlas(name), &local])
 }
 
 fn assert_gpu_classes_apart(eqcs: &[Vec<String>], gpu_platforms: usize, min_gpu_classes: usize) {

@@ -87,6 +87,27 @@ pub fn ok(args: &[&str]) -> Run {
     r
 }
 
+/// `hspi eqc --json` over `dirs`: each class's members.
+pub fn eqcs(dirs: &[&Path]) -> Vec<Vec<String>> {
+    let mut args = vec!["eqc", "--json"];
+    args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
+    let r = ok(&args);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    v["eqcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m.as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect()
+}
+
 /// Records as (target, probe, output bytes), sorted: what must match between two collections.
 pub fn record_set(dir: &Path) -> Vec<(String, String, Vec<u8>)> {
     let mut v: Vec<_> = hspi_datasets::Dataset::open(dir)

@@ -129,14 +129,17 @@ mod tests {
 
     #[test]
     fn library_order_and_bf16_cuda_cores_are_refused_with_a_reason() {
-        let e = GpuDot::new(Arch::Sm90, NumericFormat::F16, kernel("acc-f32")).unwrap_err();
+        let e = GpuDot::new(Arch::Sm90, NumericFormat::F16, kernel("acc-f32"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("kernel plan"), "{e}");
         let e = GpuDot::new(
             Arch::Sm90,
             NumericFormat::Bf16,
             kernel("acc-bf16.seq.sk1.fma"),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("not bf16"), "{e}");
     }
 }

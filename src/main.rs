@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = hspi_cli::Cli::parse();
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {

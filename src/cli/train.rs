@@ -1,22 +1,10 @@
 //! `hspi train`: fit a platform classifier on labelled datasets and save it.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::classifier::FeatureArgs;
-use crate::printer;
+use hspi_cli::train::Args;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Datasets of labelled platforms (one per platform or several platforms each).
-    #[arg(required = true)]
-    pub datasets: Vec<PathBuf>,
-    /// Where to write the model (JSON).
-    #[arg(long, short)]
-    pub out: PathBuf,
-    #[command(flatten)]
-    pub features: FeatureArgs,
-}
+use crate::printer;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let trained = hspi_audit::train(hspi_audit::TrainOptions {

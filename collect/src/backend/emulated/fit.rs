@@ -74,7 +74,10 @@ pub fn candidates(format: NumericFormat, acc: Accumulator, k: usize) -> Vec<Kern
     };
     for &group in groups {
         let mut slicings = Vec::new();
-        for split in [1u32, 2, 3, 4, 6, 8, 9, 12, 16] {
+        // Every way to cut K into slices of whole blocks, down to one block per slice (what
+        // the H100's tf32 kernel does for conv2 at m = 16: each k8 step from a zero
+        // accumulator, the steps added in f32).
+        for split in 1..=k.div_ceil(group as usize) as u32 {
             let len = k.div_ceil(split as usize).div_ceil(group as usize) * group as usize;
             let slices = k.div_ceil(len);
             // Two splits that cut K alike are one candidate; a split past K's blocks is none.

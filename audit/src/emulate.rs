@@ -124,6 +124,7 @@ pub fn fit_plans(
             expected,
             dataset: answers.display().to_string(),
             passes,
+            fitted: &plans,
         })?;
         done(&plan);
         plans.push(plan);

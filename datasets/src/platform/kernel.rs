@@ -36,6 +36,14 @@ pub enum ReductionOrder {
         lanes: u32,
         vector: u32,
     },
+    /// K cut into vectors of `vector` elements dealt round-robin to `slices` accumulators (as
+    /// lanes are), each chaining FMAs from zero; the partials are then added in slice order, as
+    /// a thread block adds its warps' partial sums through shared memory (the H100's f32 SGEMM
+    /// for fc2 at m = 8: `il16x1`). `ilSxV`.
+    Interleaved {
+        slices: u32,
+        vector: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -76,6 +84,7 @@ impl fmt::Display for ReductionOrder {
             ReductionOrder::Library => f.write_str("lib"),
             ReductionOrder::TensorCore { group } => write!(f, "tc{group}"),
             ReductionOrder::Lanes { lanes, vector } => write!(f, "ln{lanes}x{vector}"),
+            ReductionOrder::Interleaved { slices, vector } => write!(f, "il{slices}x{vector}"),
         }
     }
 }
@@ -96,8 +105,8 @@ impl fmt::Display for KernelOptions {
     }
 }
 
-/// `seq`, `pair`, `blkK`, `tcG` or `lnLxV`, every count positive (lanes a power of two: the
-/// butterfly halves them).
+/// `seq`, `pair`, `blkK`, `tcG`, `lnLxV` or `ilSxV`, every count positive (lanes a power of
+/// two: the butterfly halves them).
 fn parse_order(s: &str) -> Option<ReductionOrder> {
     let positive = |t: &str| t.parse::<u32>().ok().filter(|n| *n > 0);
     match s {
@@ -109,6 +118,12 @@ fn parse_order(s: &str) -> Option<ReductionOrder> {
             }
             if let Some(group) = s.strip_prefix("tc") {
                 return positive(group).map(|group| ReductionOrder::TensorCore { group });
+            }
+            if let Some((slices, vector)) = s.strip_prefix("il").and_then(|t| t.split_once('x')) {
+                return Some(ReductionOrder::Interleaved {
+                    slices: positive(slices)?,
+                    vector: positive(vector)?,
+                });
             }
             let (lanes, vector) = s.strip_prefix("ln")?.split_once('x')?;
             let lanes = positive(lanes).filter(|l| l.is_power_of_two())?;
@@ -150,7 +165,7 @@ impl FromStr for KernelOptions {
         };
         let accumulator = accumulator(acc)?;
         let order = parse_order(order)
-            .ok_or_else(|| bad("reduction order must be seq, pair, blkK, tcG or lnLxV"))?;
+            .ok_or_else(|| bad("reduction order must be seq, pair, blkK, tcG, lnLxV or ilSxV"))?;
         let split_k = sk
             .strip_prefix("sk")
             .and_then(|n| n.parse::<u32>().ok())
@@ -183,6 +198,8 @@ mod tests {
             "acc-f16.tc16.sk1.fma",
             "acc-f32.ln16x4.sk1.fma",
             "acc-f32.ln32x1.sk4.nofma",
+            "acc-f32.il16x1.sk1.fma",
+            "acc-f32.il3x4.sk2.nofma",
             "acc-bf16.blk64.sk8.fma",
             "acc-f16",
         ] {
@@ -199,9 +216,11 @@ mod tests {
             "acc-f32.ln16.sk1.fma",
             "acc-f32.ln16x0.sk1.fma",
             "acc-f32.tcx.sk1.fma",
+            "acc-f32.il0x4.sk1.fma",
+            "acc-f32.il16.sk1.fma",
         ] {
             let e = s.parse::<KernelOptions>().unwrap_err().to_string();
-            assert!(e.contains("tcG or lnLxV"), "{s}: {e}");
+            assert!(e.contains("tcG, lnLxV or ilSxV"), "{s}: {e}");
         }
     }
 }

@@ -156,6 +156,10 @@ mod tests {
                     lanes: 16,
                     vector: 4,
                 },
+                ReductionOrder::Interleaved {
+                    slices: 16,
+                    vector: 1,
+                },
             ] {
                 for accumulator in [Accumulator::F32, Accumulator::F16, Accumulator::Bf16] {
                     let p = Platform {

@@ -36,6 +36,39 @@ pub struct FitTask<'a> {
     pub dataset: String,
     /// At most this many sweeps over the shapes.
     pub passes: usize,
+    /// Plans already fitted for other platforms of this dataset. A shape that one of them ran,
+    /// at this format and accumulator with every probe reproduced, starts from its kernel: a
+    /// bs32 platform's last batch of 8 runs the bs8 shapes, which its 8 probes alone cannot
+    /// recover when all four GEMMs must be right before any logit matches.
+    pub fitted: &'a [KernelPlan],
+}
+
+/// The kernels the complete plans among `fitted` chose for `platform`'s format and accumulator.
+fn known_kernels(fitted: &[KernelPlan], platform: &Platform) -> BTreeMap<GemmShape, KernelOptions> {
+    let mut known = BTreeMap::new();
+    for plan in fitted {
+        let complete = plan
+            .fit
+            .as_ref()
+            .is_some_and(|f| f.probes > 0 && f.probes_matched == f.probes);
+        let same = plan.platform.format == platform.format
+            && plan.platform.kernel.map(|k| k.accumulator)
+                == platform.kernel.map(|k| k.accumulator);
+        if !(complete && same) {
+            continue;
+        }
+        for g in &plan.gemms {
+            if let Ok(kernel) = g.kernel.parse() {
+                let shape = GemmShape {
+                    m: g.m,
+                    n: g.n,
+                    k: g.k,
+                };
+                known.entry(shape).or_insert(kernel);
+            }
+        }
+    }
+    known
 }
 
 /// The tensor-core rule of a GPU platform's hardware (sm 8.x → sm80, 9.x → sm90).
@@ -87,8 +120,13 @@ pub fn candidates(format: NumericFormat, acc: Accumulator, k: usize) -> Vec<Kern
             }
         }
     }
-    for split in [1u32, 2, 3, 4, 8] {
-        if (split as usize) <= k {
+    // Sequential FMA chains over every slicing of K, down to one product per slice (products
+    // rounded alone, added in f32: the H100's f32 conv1 at batch 1); its f32 conv2 chains 4.
+    let mut slicings = Vec::new();
+    for split in 1..=k as u32 {
+        let len = k.div_ceil(split as usize);
+        if k.div_ceil(len) == split as usize && !slicings.contains(&len) {
+            slicings.push(len);
             out.push(kernel(ReductionOrder::Sequential, split));
         }
     }
@@ -97,6 +135,13 @@ pub fn candidates(format: NumericFormat, acc: Accumulator, k: usize) -> Vec<Kern
         for vector in [1u32, 2, 4, 8] {
             if (lanes * vector) as usize <= k {
                 out.push(kernel(ReductionOrder::Lanes { lanes, vector }, 1));
+                out.push(kernel(
+                    ReductionOrder::Interleaved {
+                        slices: lanes,
+                        vector,
+                    },
+                    1,
+                ));
             }
         }
     }
@@ -362,8 +407,9 @@ pub fn figures(outputs: &[Vec<f32>], expected: &[Vec<f32>], dataset: &str) -> Fi
     }
 }
 
-/// Fit a kernel plan for `task.platform`, starting every shape at the architecture's own
-/// tensor-core kernel (CUDA-core sequential FMAs for f32).
+/// Fit a kernel plan for `task.platform`, starting every shape at a complete sibling plan's kernel
+/// for it ([`FitTask::fitted`]) or else at the architecture's own tensor-core kernel (CUDA-core
+/// sequential FMAs for f32).
 pub fn fit(task: &FitTask) -> Result<KernelPlan> {
     if task.inputs.len() != task.expected.len() || task.inputs.is_empty() {
         return Err(CollectError::TrainingData(format!(
@@ -378,18 +424,21 @@ pub fn fit(task: &FitTask) -> Result<KernelPlan> {
         .platform
         .kernel
         .map_or(Accumulator::F32, |k| k.accumulator);
-    let initial = |_shape: GemmShape| KernelOptions {
-        accumulator: acc,
-        order: match format {
-            NumericFormat::F16 | NumericFormat::Bf16 | NumericFormat::Tf32 => {
-                ReductionOrder::TensorCore {
-                    group: task.arch.native_group(format),
+    let known = known_kernels(task.fitted, task.platform);
+    let initial = |shape: GemmShape| {
+        known.get(&shape).copied().unwrap_or(KernelOptions {
+            accumulator: acc,
+            order: match format {
+                NumericFormat::F16 | NumericFormat::Bf16 | NumericFormat::Tf32 => {
+                    ReductionOrder::TensorCore {
+                        group: task.arch.native_group(format),
+                    }
                 }
-            }
-            _ => ReductionOrder::Sequential,
-        },
-        split_k: 1,
-        fma: true,
+                _ => ReductionOrder::Sequential,
+            },
+            split_k: 1,
+            fma: true,
+        })
     };
     let mut search = Search::new(task, initial)?;
     for _ in 0..task.passes.max(1) {
@@ -418,6 +467,50 @@ pub fn fit(task: &FitTask) -> Result<KernelPlan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_complete_plans_of_the_same_format_and_accumulator_seed_a_fit() {
+        let plan = |platform: &str, matched: usize, kernel: &str| KernelPlan {
+            platform: platform.parse().unwrap(),
+            rule: "sm90".into(),
+            model: "cnn".into(),
+            gemms: vec![PlannedGemm {
+                m: 8,
+                n: 10,
+                k: 64,
+                kernel: kernel.into(),
+            }],
+            fit: Some(figures(
+                &vec![vec![1.0]; matched],
+                &vec![vec![1.0]; matched],
+                "d",
+            )),
+        };
+        let mut partial = plan(
+            "cuda-h100-sm90-132sm/cublas/f32/bs1",
+            2,
+            "acc-f32.seq.sk4.fma",
+        );
+        partial.fit.as_mut().unwrap().probes = 3;
+        let fitted = [
+            partial,
+            plan(
+                "cuda-h100-sm90-132sm/cublas/tf32/bs8",
+                2,
+                "acc-f32.tc8.sk2.fma",
+            ),
+            plan(
+                "cuda-h100-sm90-132sm/cublas/f32/bs8",
+                2,
+                "acc-f32.il16x1.sk1.fma",
+            ),
+        ];
+        let bs32: Platform = "cuda-h100-sm90-132sm/cublas/f32/bs32".parse().unwrap();
+        let known = known_kernels(&fitted, &bs32);
+        let shape = GemmShape { m: 8, n: 10, k: 64 };
+        assert_eq!(known.len(), 1);
+        assert_eq!(known[&shape].to_string(), "acc-f32.il16x1.sk1.fma");
+    }
 
     #[test]
     fn candidates_cut_k_differently_and_fit_the_format() {

@@ -1,6 +1,6 @@
 //! Dot products the way GPU CUDA-core kernels compute them: an accumulator of a chosen precision,
-//! a reduction order (sequential, pairwise tree, K-tiles, or lanes of a warp summed by a
-//! butterfly), split-K partials combined in f32, and fused or separate multiply-add. An f32 FMA
+//! a reduction order (sequential, pairwise tree, K-tiles, lanes of a warp summed by a butterfly,
+//! or interleaved slices added in order), split-K partials combined in f32, and fused or separate multiply-add. An f32 FMA
 //! rounds once (`f32::mul_add`); other steps are exact in f64 and rounded to the accumulator
 //! where a kernel rounds. Tensor-core orders are `tensor_core`'s.
 
@@ -70,6 +70,20 @@ impl Gemm {
         partial[0]
     }
 
+    /// Slice j chains vectors of `vector` elements at j·vector + t·slices·vector from zero; the
+    /// slices' partials are then added in slice order.
+    fn interleaved(&self, a: &[f32], b: &[f32], slices: usize, vector: usize) -> f64 {
+        let mut partial = vec![0f64; slices];
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            let slice = (i / vector) % slices;
+            partial[slice] = self.mac(partial[slice], *x, *y);
+        }
+        partial
+            .iter()
+            .skip(1)
+            .fold(partial[0], |acc, p| self.round(acc + p))
+    }
+
     fn reduce(&self, a: &[f32], b: &[f32]) -> f64 {
         match self.kernel.order {
             // Refused by the emulated backends; sequential is the nearest meaning.
@@ -78,6 +92,9 @@ impl Gemm {
             | ReductionOrder::TensorCore { .. } => self.chain(a, b),
             ReductionOrder::Lanes { lanes, vector } => {
                 self.lanes(a, b, lanes as usize, vector as usize)
+            }
+            ReductionOrder::Interleaved { slices, vector } => {
+                self.interleaved(a, b, slices as usize, vector as usize)
             }
             ReductionOrder::Pairwise => self.pairwise(a, b),
             ReductionOrder::Blocked { tile } => {
@@ -179,6 +196,34 @@ mod tests {
         let tree = gemm(Accumulator::F32, lanes, 1, true).dot(&a, &b);
         assert_eq!(seq, 1.0);
         assert_eq!(tree, 1.0 + 2f32.powi(-23));
+    }
+
+    #[test]
+    fn interleaved_slices_are_added_in_order_not_by_a_tree() {
+        // 4 slices of one element: in order ((1 + 2^-24) + 0) + 2^-24 loses both halves; the
+        // butterfly pairs the two 2^-24 first and keeps them.
+        let a = [1.0, 2f32.powi(-24), 0.0, 2f32.powi(-24)];
+        let b = [1f32; 4];
+        let order = gemm(
+            Accumulator::F32,
+            ReductionOrder::Interleaved {
+                slices: 4,
+                vector: 1,
+            },
+            1,
+            true,
+        );
+        let tree = gemm(
+            Accumulator::F32,
+            ReductionOrder::Lanes {
+                lanes: 4,
+                vector: 1,
+            },
+            1,
+            true,
+        );
+        assert_eq!(order.dot(&a, &b), 1.0);
+        assert_eq!(tree.dot(&a, &b), 1.0 + 2f32.powi(-23));
     }
 
     #[test]

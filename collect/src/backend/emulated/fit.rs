@@ -36,27 +36,33 @@ pub struct FitTask<'a> {
     pub dataset: String,
     /// At most this many sweeps over the shapes.
     pub passes: usize,
-    /// Plans already fitted for other platforms of this dataset. A shape that one of them ran,
-    /// at this format and accumulator with every probe reproduced, starts from its kernel: a
-    /// bs32 platform's last batch of 8 runs the bs8 shapes, which its 8 probes alone cannot
-    /// recover when all four GEMMs must be right before any logit matches.
+    /// Plans already fitted for other platforms of this dataset. A shape that one of them ran at
+    /// this format and accumulator starts from its kernel (from the plan that reproduced the
+    /// largest share of its probes): a bs32 platform's last batch of 8 runs the bs8 shapes,
+    /// which its 8 probes alone cannot recover when all four GEMMs must be right before any
+    /// logit matches.
     pub fitted: &'a [KernelPlan],
 }
 
-/// The kernels the complete plans among `fitted` chose for `platform`'s format and accumulator.
+/// The kernels that `fitted` plans for `platform`'s format and accumulator chose, each shape's
+/// from the plan that reproduced the largest share of its probes.
 fn known_kernels(fitted: &[KernelPlan], platform: &Platform) -> BTreeMap<GemmShape, KernelOptions> {
-    let mut known = BTreeMap::new();
-    for plan in fitted {
-        let complete = plan
-            .fit
+    let share = |plan: &KernelPlan| {
+        plan.fit
             .as_ref()
-            .is_some_and(|f| f.probes > 0 && f.probes_matched == f.probes);
-        let same = plan.platform.format == platform.format
-            && plan.platform.kernel.map(|k| k.accumulator)
-                == platform.kernel.map(|k| k.accumulator);
-        if !(complete && same) {
-            continue;
-        }
+            .map_or(0.0, |f| f.probes_matched as f64 / f.probes.max(1) as f64)
+    };
+    let mut siblings: Vec<&KernelPlan> = fitted
+        .iter()
+        .filter(|plan| {
+            plan.platform.format == platform.format
+                && plan.platform.kernel.map(|k| k.accumulator)
+                    == platform.kernel.map(|k| k.accumulator)
+        })
+        .collect();
+    siblings.sort_by(|a, b| share(b).total_cmp(&share(a)));
+    let mut known = BTreeMap::new();
+    for plan in siblings {
         for g in &plan.gemms {
             if let Ok(kernel) = g.kernel.parse() {
                 let shape = GemmShape {
@@ -469,7 +475,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_complete_plans_of_the_same_format_and_accumulator_seed_a_fit() {
+    fn the_best_plans_of_the_same_format_and_accumulator_seed_a_fit() {
         let plan = |platform: &str, matched: usize, kernel: &str| KernelPlan {
             platform: platform.parse().unwrap(),
             rule: "sm90".into(),
@@ -486,6 +492,7 @@ mod tests {
                 "d",
             )),
         };
+        // A plan that reproduced 2 of 3 probes yields to one that reproduced all of its 2.
         let mut partial = plan(
             "cuda-h100-sm90-132sm/cublas/f32/bs1",
             2,

@@ -97,6 +97,21 @@ pub fn arch_of(platform: &Platform) -> Result<Arch> {
     }
 }
 
+/// The split-K counts that cut `k` differently, slices being ⌈k/S⌉ rounded up to whole blocks
+/// of `block` (as `GpuDot` and `Gemm` cut them); a count past K's blocks is none.
+fn splits(k: usize, block: usize) -> Vec<u32> {
+    let mut lens = Vec::new();
+    let mut out = Vec::new();
+    for split in 1..=k.div_ceil(block) {
+        let len = k.div_ceil(split).div_ceil(block) * block;
+        if k.div_ceil(len) == split && !lens.contains(&len) {
+            lens.push(len);
+            out.push(split as u32);
+        }
+    }
+    out
+}
+
 /// The kernels tried for a GEMM of depth `k` at `format`, accumulating in `acc`.
 pub fn candidates(format: NumericFormat, acc: Accumulator, k: usize) -> Vec<KernelOptions> {
     let kernel = |order, split_k| KernelOptions {
@@ -111,30 +126,17 @@ pub fn candidates(format: NumericFormat, acc: Accumulator, k: usize) -> Vec<Kern
         NumericFormat::F16 | NumericFormat::Bf16 => &[8, 16],
         _ => &[],
     };
+    // Every way to cut K into slices of whole blocks, down to one block per slice: the H100's
+    // tf32 conv2 at m = 16 adds each k8 step to an f32 sum.
     for &group in groups {
-        let mut slicings = Vec::new();
-        // Every way to cut K into slices of whole blocks, down to one block per slice (what
-        // the H100's tf32 kernel does for conv2 at m = 16: each k8 step from a zero
-        // accumulator, the steps added in f32).
-        for split in 1..=k.div_ceil(group as usize) as u32 {
-            let len = k.div_ceil(split as usize).div_ceil(group as usize) * group as usize;
-            let slices = k.div_ceil(len);
-            // Two splits that cut K alike are one candidate; a split past K's blocks is none.
-            if slices == split as usize && !slicings.contains(&len) {
-                slicings.push(len);
-                out.push(kernel(ReductionOrder::TensorCore { group }, split));
-            }
+        for split in splits(k, group as usize) {
+            out.push(kernel(ReductionOrder::TensorCore { group }, split));
         }
     }
     // Sequential FMA chains over every slicing of K, down to one product per slice (products
     // rounded alone, added in f32: the H100's f32 conv1 at batch 1); its f32 conv2 chains 4.
-    let mut slicings = Vec::new();
-    for split in 1..=k as u32 {
-        let len = k.div_ceil(split as usize);
-        if k.div_ceil(len) == split as usize && !slicings.contains(&len) {
-            slicings.push(len);
-            out.push(kernel(ReductionOrder::Sequential, split));
-        }
+    for split in splits(k, 1) {
+        out.push(kernel(ReductionOrder::Sequential, split));
     }
     out.push(kernel(ReductionOrder::Pairwise, 1));
     for lanes in [2u32, 4, 8, 16, 32, 64] {
@@ -413,8 +415,8 @@ pub fn figures(outputs: &[Vec<f32>], expected: &[Vec<f32>], dataset: &str) -> Fi
     }
 }
 
-/// Fit a kernel plan for `task.platform`, starting every shape at a complete sibling plan's kernel
-/// for it ([`FitTask::fitted`]) or else at the architecture's own tensor-core kernel (CUDA-core
+/// Fit a kernel plan for `task.platform`, starting every shape at a sibling plan's kernel for it
+/// ([`FitTask::fitted`]) or else at the architecture's own tensor-core kernel (CUDA-core
 /// sequential FMAs for f32).
 pub fn fit(task: &FitTask) -> Result<KernelPlan> {
     if task.inputs.len() != task.expected.len() || task.inputs.is_empty() {

@@ -1,8 +1,8 @@
 //! Dot products the way GPU CUDA-core kernels compute them: an accumulator of a chosen precision,
 //! a reduction order (sequential, pairwise tree, K-tiles, lanes of a warp summed by a butterfly,
-//! or interleaved slices added in order), split-K partials combined in f32, and fused or separate multiply-add. An f32 FMA
-//! rounds once (`f32::mul_add`); other steps are exact in f64 and rounded to the accumulator
-//! where a kernel rounds. Tensor-core orders are `tensor_core`'s.
+//! or interleaved slices added in order), split-K partials combined in f32, and fused or
+//! separate multiply-add. An f32 FMA rounds once (`f32::mul_add`); other steps are exact in f64
+//! and rounded to the accumulator where a kernel rounds. Tensor-core orders are `tensor_core`'s.
 
 use hspi_datasets::{Accumulator, KernelOptions, ReductionOrder};
 
@@ -52,14 +52,21 @@ impl Gemm {
         self.round(left + right)
     }
 
-    /// Lane j chains vectors of `vector` elements at j·vector + t·lanes·vector; lane j then takes
-    /// lane j + half for half = lanes/2 … 1, as a warp's shuffle-down reduction does.
-    fn lanes(&self, a: &[f32], b: &[f32], lanes: usize, vector: usize) -> f64 {
-        let mut partial = vec![0f64; lanes];
+    /// Partial j chains, from zero, the vectors of `vector` elements at j·vector +
+    /// t·count·vector: K dealt round-robin to `count` lanes or slices.
+    fn dealt(&self, a: &[f32], b: &[f32], count: usize, vector: usize) -> Vec<f64> {
+        let mut partial = vec![0f64; count];
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
-            let lane = (i / vector) % lanes;
-            partial[lane] = self.mac(partial[lane], *x, *y);
+            let j = (i / vector) % count;
+            partial[j] = self.mac(partial[j], *x, *y);
         }
+        partial
+    }
+
+    /// K dealt to `lanes` lanes; lane j then takes lane j + half for half = lanes/2 … 1, as a
+    /// warp's shuffle-down reduction does.
+    fn lanes(&self, a: &[f32], b: &[f32], lanes: usize, vector: usize) -> f64 {
+        let mut partial = self.dealt(a, b, lanes, vector);
         let mut half = lanes / 2;
         while half > 0 {
             for j in 0..half {
@@ -70,14 +77,9 @@ impl Gemm {
         partial[0]
     }
 
-    /// Slice j chains vectors of `vector` elements at j·vector + t·slices·vector from zero; the
-    /// slices' partials are then added in slice order.
+    /// K dealt to `slices` slices, whose partials are then added in slice order.
     fn interleaved(&self, a: &[f32], b: &[f32], slices: usize, vector: usize) -> f64 {
-        let mut partial = vec![0f64; slices];
-        for (i, (x, y)) in a.iter().zip(b).enumerate() {
-            let slice = (i / vector) % slices;
-            partial[slice] = self.mac(partial[slice], *x, *y);
-        }
+        let partial = self.dealt(a, b, slices, vector);
         partial
             .iter()
             .skip(1)

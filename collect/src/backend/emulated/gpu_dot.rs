@@ -2,7 +2,7 @@
 //! CUDA-core FMAs (`seq`, `lnLxV`, …), with split-K. Split-K slices are contiguous runs of
 //! ⌈K/S⌉ elements rounded up to whole blocks, each summed from a zero accumulator; their partials
 //! are added in slice order in the accumulator's type, f32 or f16 (a deterministic reduction, as
-//! cuBLAS's split-K reduce kernel).
+//! cuBLAS's split-K reduce kernel). CUDA-core split-K is `gemm`'s.
 
 use hspi_datasets::{Accumulator, KernelOptions, NumericFormat, ReductionOrder};
 

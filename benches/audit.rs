@@ -61,13 +61,14 @@ fn collect(url: &str, quant: &str, probes: &Path, out: &Path) -> f64 {
     started.elapsed().as_secs_f64()
 }
 
-/// Wall time of five one-command audits of `base` with the shipped pack, each a fresh draw.
-fn pack_audit_seconds(base: &str, tmp: &Path) -> Vec<f64> {
+/// Wall time of five one-command audits of `base` (serving `quant`) with the shipped pack, each
+/// a fresh draw into a directory of its own.
+fn pack_audit_seconds(base: &str, quant: &str, tmp: &Path) -> Vec<f64> {
     let pack = common::shipped_pack();
     let url = format!("{base}/v1/chat/completions");
     (0..5)
         .map(|i| {
-            let out = tmp.join(format!("pack-audit-{i}"));
+            let out = tmp.join(format!("pack-audit-{quant}-{i}"));
             let started = Instant::now();
             let r = common::run(&[
                 "audit",
@@ -191,7 +192,7 @@ fn main() {
         hspi_s.push(best.0);
         bare_s.push(best.1);
         if q == "F16" || q == "Q8_0" {
-            pack_audits.push((q, pack_audit_seconds(&server.url, t)));
+            pack_audits.push((q, pack_audit_seconds(&server.url, q, t)));
         }
         train_dirs.push(t.join(format!("train-{q}")));
         test_dirs.push(test);

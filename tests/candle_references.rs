@@ -54,11 +54,17 @@ fn candle_references_decide_the_format_of_llama_cpp_answers_and_never_wrongly() 
                 ));
                 if served == claimed {
                     assert_eq!(count(&t, "mismatch"), 0, "honest format accused: {t}");
-                    // Measured when committed: consistent in 200 of 200 audits for F16, Q8_0
-                    // and Q4_0; an F32 claim is confirmed in 112 (AVX2) and 67 (AVX-512) of 200
-                    // within 64 tokens, inconclusive otherwise.
-                    if served != "f32" {
-                        assert!(count(&t, "consistent") >= 198, "{t}");
+                    // Measured: consistent in 200 of 200 audits for F16 and 199 for Q4_0; an F32
+                    // claim is confirmed in 112 (AVX2) and 67 (AVX-512) of 200 within 64 tokens,
+                    // inconclusive otherwise. Q8_0 is confirmed only once the answers show its
+                    // rounding pattern (classify/src/format_identity.rs): candle's Q8_0 pattern
+                    // is 1.6–2 times llama.cpp's in size and shares a third of its direction, so
+                    // within 64 tokens Q8_0 is confirmed in 131 (AVX2) and 99 (AVX-512) of 200,
+                    // inconclusive otherwise.
+                    match served {
+                        "f16" | "q4_0" => assert!(count(&t, "consistent") >= 198, "{t}"),
+                        "q8_0" => assert!(count(&t, "consistent") >= 80, "{t}"),
+                        _ => {}
                     }
                 } else if served == "f32" {
                     assert_eq!(count(&t, "consistent"), 0, "F32 passed as F16: {t}");

@@ -1,8 +1,9 @@
 //! Audit packs end to end: the shipped SmolLM2 pack checked and installed, one-command audits of
 //! real llama-servers (a Q8_0 provider claiming F16 is caught, an F16 one passes, two audits draw
-//! different prompts), a pack whose references come from a trusted llama-server, the API
-//! contract lines (billing, parameters, transport) through proxies that break one rule each,
-//! and refusals (an altered byte, another model).
+//! different prompts), the same servers answering without token ids (as most providers do), a
+//! pack whose references come from a trusted llama-server, the API contract lines (billing,
+//! parameters, transport) through proxies that break one rule each, and refusals (an altered
+//! byte, another model).
 
 mod common;
 
@@ -93,6 +94,38 @@ fn one_command_audits_with_a_pack_decide_the_claim_and_check_the_contract() {
     let (_, b, _) = audit(&pack, &f16.url, &tmp.path().join("draw-b"), &[]);
     assert_ne!(drawn(&a), drawn(&b), "every audit draws afresh");
     assert_eq!(a["draw"]["pool"], 108);
+
+    // Most providers (vLLM, OpenAI) name tokens by string and bytes only, no ids: the same
+    // servers behind a proxy that drops every id get the same verdicts from the id-carrying
+    // references, their answers matched with them token by token and alternative by alternative.
+    let drop_ids = |upstream: &str| {
+        Proxy::start(
+            upstream,
+            Box::new(|_, v| {
+                for c in v["choices"].as_array_mut().into_iter().flatten() {
+                    for t in c["logprobs"]["content"]
+                        .as_array_mut()
+                        .into_iter()
+                        .flatten()
+                    {
+                        t.as_object_mut().unwrap().remove("id");
+                        for alt in t["top_logprobs"].as_array_mut().into_iter().flatten() {
+                            alt.as_object_mut().unwrap().remove("id");
+                        }
+                    }
+                }
+                None
+            }),
+        )
+    };
+    let (q8_no_ids, f16_no_ids) = (drop_ids(&q8.url), drop_ids(&f16.url));
+    provider_verdicts(
+        &pack,
+        &q8_no_ids.url,
+        &f16_no_ids.url,
+        tmp.path(),
+        "id-less",
+    );
 
     // A proxy billing 10 % more prompt tokens than the prompt has: the billing line says so.
     let overbill = Proxy::start(

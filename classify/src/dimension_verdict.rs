@@ -151,6 +151,22 @@ fn llr_between(on: &[bool], cumulative: &[f64]) -> Option<f64> {
     (on.contains(&false) && on.contains(&true)).then(|| best(false) - best(true))
 }
 
+/// The format dimension as the verifier decided it from format evidence of its own (references
+/// that cover every class's format): its ratio, the format the answers are (a known one, or one
+/// no reference covers) and why it cannot be confirmed, where it cannot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormatDecision {
+    /// The best format off the claim against the best on it, summed answer by answer (nats);
+    /// None when the known classes do not differ on the format.
+    pub llr: Option<f64>,
+    /// What the answers' format is (`q8_0 (int8)`, or a format no reference covers).
+    pub nearest: String,
+    /// Why the claimed format is not confirmed although its ratio says so.
+    pub unconfirmed: Option<String>,
+    /// Why the claimed format is not accused although its ratio says so.
+    pub unaccused: Option<String>,
+}
+
 /// The sequential test's thresholds: Wald's, and the format evidence's own accusing one (see
 /// `VerifyParams::format_accuse_threshold`).
 #[derive(Debug, Clone, Copy)]
@@ -161,14 +177,14 @@ pub struct Thresholds {
 }
 
 /// The verdict on each dimension the claim names. `cumulative` holds each class's summed
-/// log-likelihood; `format` the scores the format dimension is decided from (the summed format
-/// evidence that tolerates a change of hardware or build, or `cumulative` where there is none);
+/// log-likelihood; `format` the format dimension's own decision where the format evidence
+/// tolerates a change of hardware or build (else it is decided on `cumulative` like the others);
 /// `unknown` says the overall test found the answers unlike every known class.
 pub fn dimension_verdicts(
     claim: &PlatformPattern,
     classes: &[ClassLabel],
     cumulative: &[f64],
-    format: &[f64],
+    format: Option<&FormatDecision>,
     t: Thresholds,
     unknown: bool,
 ) -> Vec<DimensionVerdict> {
@@ -179,12 +195,11 @@ pub fn dimension_verdicts(
         .map(|d| {
             let on = on_claim(claim, d, classes);
             let referenced = on.contains(&true);
-            let scores = if d == Dimension::Format {
-                format
-            } else {
-                cumulative
+            let own = format.filter(|_| d == Dimension::Format);
+            let llr = match own {
+                Some(f) => f.llr,
+                None => llr_between(&on, cumulative),
             };
-            let llr = llr_between(&on, scores);
             // The format is weighed by evidence that tolerates a change of hardware or build, so
             // it is decided even when the answers match no known class exactly; the other
             // dimensions are then unknown.
@@ -209,6 +224,26 @@ pub fn dimension_verdicts(
                         "no known class has this {d}: hspi can neither confirm nor refute it without a reference for it"
                     )),
                 ),
+                Some(v)
+                    if d == Dimension::Format
+                        && decided(v) == Some(DimensionStatus::Consistent)
+                        && own.is_some_and(|f| f.unconfirmed.is_some()) =>
+                {
+                    (
+                        DimensionStatus::Inconclusive,
+                        own.and_then(|f| f.unconfirmed.clone()),
+                    )
+                }
+                Some(v)
+                    if d == Dimension::Format
+                        && decided(v) == Some(DimensionStatus::Mismatch)
+                        && own.is_some_and(|f| f.unaccused.is_some()) =>
+                {
+                    (
+                        DimensionStatus::Inconclusive,
+                        own.and_then(|f| f.unaccused.clone()),
+                    )
+                }
                 Some(v) if d == Dimension::Format && decided(v).is_some() => {
                     (decided(v).expect("checked"), None)
                 }
@@ -226,9 +261,12 @@ pub fn dimension_verdicts(
                     Some(format!("every known class has this {d}")),
                 ),
             };
-            let mut nearest: Vec<String> = best_class
-                .map(|c| classes[c].members.iter().map(|m| shown(d, m)).collect())
-                .unwrap_or_default();
+            let mut nearest: Vec<String> = match own {
+                Some(f) => vec![f.nearest.clone()],
+                None => best_class
+                    .map(|c| classes[c].members.iter().map(|m| shown(d, m)).collect())
+                    .unwrap_or_default(),
+            };
             nearest.sort();
             nearest.dedup();
             DimensionVerdict {
@@ -277,7 +315,7 @@ mod tests {
             &claim,
             &classes(),
             &[0.0, -20.0, -1.0],
-            &[0.0, -20.0, -1.0],
+            None,
             THRESHOLDS,
             false,
         );
@@ -301,7 +339,7 @@ mod tests {
             &f16,
             &classes(),
             &[-20.0, 0.0, -20.0],
-            &[-20.0, 0.0, -20.0],
+            None,
             THRESHOLDS,
             false,
         );
@@ -313,7 +351,7 @@ mod tests {
             &int8,
             &classes(),
             &[-20.0, 0.0, -20.0],
-            &[-20.0, 0.0, -20.0],
+            None,
             THRESHOLDS,
             false,
         );
@@ -324,7 +362,7 @@ mod tests {
             &int8,
             &classes(),
             &[0.0, -20.0, -20.0],
-            &[0.0, -20.0, -20.0],
+            None,
             THRESHOLDS,
             true,
         );
@@ -334,11 +372,48 @@ mod tests {
             &f16,
             &classes(),
             &[0.0, -20.0, -1.0],
-            &[0.0, -20.0, -1.0],
+            None,
             THRESHOLDS,
             true,
         );
         assert_eq!(v[0].status, DimensionStatus::Unknown, "engine");
         assert_eq!(v[1].status, DimensionStatus::Consistent, "format");
+    }
+
+    #[test]
+    fn a_format_ratio_that_cannot_be_confirmed_is_inconclusive_and_names_what_the_answers_are() {
+        let int8: PlatformPattern = "*/*/int8/*".parse().unwrap();
+        let decision = FormatDecision {
+            llr: Some(-9.0),
+            nearest: "a format no reference covers".into(),
+            unconfirmed: Some("the answers lack q8_0's pattern".into()),
+            unaccused: None,
+        };
+        let v = dimension_verdicts(
+            &int8,
+            &classes(),
+            &[-20.0, 0.0, -20.0],
+            Some(&decision),
+            THRESHOLDS,
+            false,
+        );
+        assert_eq!(v[0].status, DimensionStatus::Inconclusive);
+        assert_eq!(v[0].nearest, "a format no reference covers");
+        assert_eq!(
+            v[0].note.as_deref(),
+            Some("the answers lack q8_0's pattern")
+        );
+        let v = dimension_verdicts(
+            &int8,
+            &classes(),
+            &[-20.0, 0.0, -20.0],
+            Some(&FormatDecision {
+                unconfirmed: None,
+                ..decision
+            }),
+            THRESHOLDS,
+            false,
+        );
+        assert_eq!(v[0].status, DimensionStatus::Consistent);
     }
 }

@@ -131,6 +131,28 @@ impl FormatReferences {
         Some(worst.iter().map(|w| (w - best).max(-cap)).collect())
     }
 
+    /// The index into the spec's references of each format's reference, in [`Self::formats`]
+    /// order.
+    pub fn reference_indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.formats.iter().map(|(_, i)| *i)
+    }
+
+    /// Per format (in [`Self::formats`] order), its score from per-class scores: the best of
+    /// the classes with a member in that format (the inverse of [`Self::class_scores`]).
+    pub fn format_scores(&self, class_scores: &[f64], classes: &[ClassLabel]) -> Vec<f64> {
+        self.formats
+            .iter()
+            .map(|(f, _)| {
+                classes
+                    .iter()
+                    .zip(class_scores)
+                    .filter(|(c, _)| c.members.iter().any(|m| m.format == *f))
+                    .map(|(_, v)| *v)
+                    .fold(f64::NEG_INFINITY, f64::max)
+            })
+            .collect()
+    }
+
     /// A class's score: its format's (the best of its members').
     pub fn class_scores(&self, scores: &[f64], classes: &[ClassLabel]) -> Vec<f64> {
         classes
@@ -152,6 +174,20 @@ impl FormatReferences {
 /// the same values, so their log-likelihoods compare. Also the number of independent
 /// observations among them: the steps they come from (every logit counts for itself).
 fn matched(answer: &View, refs: &[&View]) -> (Vec<Vec<f64>>, usize) {
+    let steps = matched_steps(answer, refs);
+    // Steps whose top lists shared no entry gave no values and do not count.
+    let used = steps.iter().filter(|s| !s.is_empty()).count();
+    let values: Vec<Vec<f64>> = steps.into_iter().flatten().collect();
+    let used = if matches!(answer, View::Logits(_)) {
+        values.len()
+    } else {
+        used
+    };
+    (values, used)
+}
+
+/// The values of [`matched`], grouped by the step they come from (the logits are one group).
+pub(crate) fn matched_steps(answer: &View, refs: &[&View]) -> Vec<Vec<Vec<f64>>> {
     if let View::Logits(x) = answer {
         let logits: Option<Vec<&Vec<f32>>> = refs
             .iter()
@@ -161,17 +197,15 @@ fn matched(answer: &View, refs: &[&View]) -> (Vec<Vec<f64>>, usize) {
             })
             .collect();
         let Some(logits) = logits else {
-            return (Vec::new(), 0);
+            return Vec::new();
         };
-        let values: Vec<Vec<f64>> = (0..x.len())
+        return vec![(0..x.len())
             .map(|i| {
                 std::iter::once(f64::from(x[i]))
                     .chain(logits.iter().map(|r| f64::from(r[i])))
                     .collect()
             })
-            .collect();
-        let n = values.len();
-        return (values, n);
+            .collect()];
     }
     let (View::Steps { steps: x, .. }, Some(steps)) = (
         answer,
@@ -182,33 +216,28 @@ fn matched(answer: &View, refs: &[&View]) -> (Vec<Vec<f64>>, usize) {
             })
             .collect::<Option<Vec<_>>>(),
     ) else {
-        return (Vec::new(), 0);
+        return Vec::new();
     };
     let mut out = Vec::new();
-    let mut used = 0;
     for (i, step) in x.iter().enumerate() {
         let Some(at): Option<Vec<&StepView>> = steps.iter().map(|s| s.get(i)).collect() else {
             break;
         };
-        let before = out.len();
-        out.extend(step.top.iter().filter_map(|(k, v)| {
-            std::iter::once(Some(f64::from(*v)))
-                .chain(at.iter().map(|r| entry(r, k)))
-                .collect::<Option<Vec<f64>>>()
-        }));
-        used += usize::from(out.len() > before);
-        if at.iter().any(|r| r.key != step.key) {
+        out.push(
+            step.top
+                .iter()
+                .filter_map(|(k, v)| {
+                    std::iter::once(Some(f64::from(*v)))
+                        .chain(at.iter().map(|r| r.entry(k).map(f64::from)))
+                        .collect::<Option<Vec<f64>>>()
+                })
+                .collect(),
+        );
+        if at.iter().any(|r| !r.key.same(&step.key)) {
             break;
         }
     }
-    (out, used)
-}
-
-fn entry(step: &StepView, key: &str) -> Option<f64> {
-    step.top
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| f64::from(*v))
+    out
 }
 
 /// Mean squared deviation of column `k`'s recomputation from the base's (column 1 of `values`).

@@ -11,6 +11,7 @@ pub mod evidence;
 pub mod exact;
 pub mod features;
 pub mod format_evidence;
+pub mod format_identity;
 pub mod identify;
 pub mod integrity;
 pub mod linear;

@@ -104,7 +104,7 @@ impl ReferenceIndex {
         };
         let mut same: Vec<String> = answers
             .iter()
-            .filter(|(_, v)| v.shown(presentation) == answer)
+            .filter(|(_, v)| v.shown(presentation).same(&answer))
             .map(|(p, _)| p.clone())
             .collect();
         same.sort_unstable();

@@ -10,13 +10,14 @@ use hspi_datasets::{Dimension, Outputs, PlatformPattern, Presentation, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::dimension_verdict::{
-    dimension_llr, dimension_verdicts, on_claim, DimensionVerdict, Thresholds,
+    dimension_llr, dimension_verdicts, on_claim, DimensionVerdict, FormatDecision, Thresholds,
 };
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::exact::Lookup;
 use crate::features::View;
 use crate::format_evidence::{FormatReferences, FORMAT_CAP};
+use crate::format_identity::{FormatIdentity, FormatShapes};
 use crate::identify::{output_tokens, PER_QUERY_CAP};
 use crate::integrity::{violations, Check};
 use crate::model::PlatformModel;
@@ -219,6 +220,15 @@ pub struct Verifier<'a> {
     formats: Option<FormatReferences>,
     /// Per class, the summed format evidence that tolerates a change of hardware or build.
     format_cumulative: Vec<f64>,
+    /// Per answer, the best format off the claim against the best on it, summed: formats that
+    /// cannot be told apart among themselves still stand together against the claim.
+    format_claim: f64,
+    /// Per format (in `formats` order), the summed format evidence.
+    format_totals: Vec<f64>,
+    /// How far the answers carry each format's own rounding (see `format_identity`).
+    shapes: Option<FormatShapes>,
+    /// Classes some answer reproduced bit for bit.
+    reproduced: Vec<usize>,
     evidence: Vec<QueryEvidence>,
     tokens: u64,
     /// Open-set vectors of answers that matched nothing bit for bit.
@@ -287,6 +297,14 @@ impl<'a> Verifier<'a> {
             cumulative: vec![0.0; model.classes.len()],
             formats: model.format_references(),
             format_cumulative: vec![0.0; model.classes.len()],
+            format_claim: 0.0,
+            format_totals: model
+                .format_references()
+                .map_or_else(Vec::new, |f| vec![0.0; f.formats().len()]),
+            shapes: model
+                .format_references()
+                .map(|f| FormatShapes::new(f.formats())),
+            reproduced: Vec::new(),
             params,
             evidence: Vec::new(),
             tokens: 0,
@@ -331,7 +349,7 @@ impl<'a> Verifier<'a> {
                 let separated = (0..self.model.classes.len())
                     .filter(|c| !self.claimed.contains(c))
                     .filter_map(class_view)
-                    .filter(|v| !claimed.is_empty() && !claimed.contains(v))
+                    .filter(|v| !claimed.is_empty() && !claimed.iter().any(|c| c.same(v)))
                     .count();
                 (separated, i, p)
             })
@@ -408,13 +426,27 @@ impl<'a> Verifier<'a> {
         } else {
             self.value_evidence(record, shown)
         };
-        if self.formats.is_some() {
-            for (c, v) in self
-                .format_cumulative
-                .iter_mut()
-                .zip(format_ll.unwrap_or_default())
-            {
+        if let (Some(formats), Some(scores)) = (&self.formats, &format_ll) {
+            for (c, v) in self.format_cumulative.iter_mut().zip(scores) {
                 *c += v;
+            }
+            for (t, v) in self
+                .format_totals
+                .iter_mut()
+                .zip(formats.format_scores(scores, &self.model.classes))
+            {
+                *t += v;
+            }
+            let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
+            let best = |want: bool| {
+                on.iter()
+                    .zip(scores)
+                    .filter(|(o, _)| **o == want)
+                    .map(|(_, v)| *v)
+                    .fold(f64::NEG_INFINITY, f64::max)
+            };
+            if on.contains(&true) && on.contains(&false) {
+                self.format_claim += best(false) - best(true);
             }
         }
         let before = self.llr();
@@ -467,11 +499,22 @@ impl<'a> Verifier<'a> {
         };
         // A bit-identical reproduction settles the format as firmly as the class.
         if let Some((method, m)) = bitwise {
+            for c in &m {
+                if !self.reproduced.contains(c) {
+                    self.reproduced.push(*c);
+                }
+                if let Some(shapes) = &mut self.shapes {
+                    for member in &self.model.classes[*c].members {
+                        shapes.reproduced(member.format);
+                    }
+                }
+            }
             let ll: Vec<f64> = (0..k)
                 .map(|c| if m.contains(&c) { 0.0 } else { -cap })
                 .collect();
             return (method, ll.clone(), Some(ll));
         }
+        self.add_shapes(record, shown);
         let (method, mut ll, format_ll) = if exact {
             let scored = self.model.score_records(&[record], self.refs);
             let s = scored.into_iter().next().expect("one record scored");
@@ -505,6 +548,77 @@ impl<'a> Verifier<'a> {
             self.unreproduced += 1;
         }
         (method, ll, format_ll)
+    }
+
+    /// Add an answer the format evidence weighs to the format shapes: against each format's
+    /// reference, both shown as the endpoint shows its answers.
+    fn add_shapes(&mut self, record: &Record, shown: Presentation) {
+        let (Some(formats), Some(shapes)) = (&self.formats, &mut self.shapes) else {
+            return;
+        };
+        let answer = View::of(&record.outputs).shown(shown);
+        let views: Vec<Option<View>> = self
+            .refs
+            .views(&record.probe_id, &self.model.spec.references)
+            .into_iter()
+            .map(|v| v.map(|v| v.shown(shown)))
+            .collect();
+        let by_format: Vec<Option<&View>> = formats
+            .reference_indices()
+            .map(|i| views.get(i).and_then(Option::as_ref))
+            .collect();
+        shapes.add(&answer, &by_format);
+    }
+
+    /// What the answers' format is, as far as the format evidence and the shapes tell: None
+    /// without format references.
+    pub fn format_identity(&self) -> Option<FormatIdentity> {
+        let (formats, shapes) = (self.formats.as_ref()?, self.shapes.as_ref()?);
+        let best = top_label(&self.format_totals)?;
+        Some(shapes.identity(formats.formats()[best]))
+    }
+
+    /// Why the claimed format cannot be called consistent although its ratio says so: the
+    /// answers lack the rounding pattern of the format that explains them best.
+    fn format_blocked(&self) -> Option<String> {
+        let identity = self.format_identity()?;
+        (!identity.allows_consistent()).then(|| {
+            format!(
+                "the answers are {}: hspi cannot confirm the claimed format {} without a reference for what they are",
+                identity.describe(),
+                self.claim.get(Dimension::Format).unwrap_or("*")
+            )
+        })
+    }
+
+    /// Why the claimed format is not accused although the ratio rules out every format it covers:
+    /// a quantised family's schemes differ in size and pattern (int8 is GGUF q8_0 and vLLM's
+    /// W8A8 alike), so its known members stand for it only in part, and an honest provider of a
+    /// scheme hspi has no reference for looks exactly so. Such a claim is accused only where the
+    /// answers are firmly a known format outside the family. An exact format (`q8_0`) or a float
+    /// family (`fp16`) is accused on the ratio alone.
+    fn format_unaccused(&self) -> Option<String> {
+        let family = self.claim.format_family().filter(|f| f.quantised())?;
+        self.formats.as_ref()?;
+        let identity = self.format_identity()?;
+        if identity.firmly().is_some_and(|f| !family.covers(f)) {
+            return None;
+        }
+        let mut members: Vec<String> = self
+            .model
+            .classes
+            .iter()
+            .flat_map(|c| &c.members)
+            .filter(|m| family.covers(m.format))
+            .map(|m| m.format.to_string())
+            .collect();
+        members.sort();
+        members.dedup();
+        Some(format!(
+            "the answers are not {} (the {family} hspi has references for) but {}: hspi cannot tell whether they are another {family} scheme without a reference for it",
+            members.join(" or "),
+            identity.describe()
+        ))
     }
 
     /// The format evidence of an answer rounded to a grid: the references rounded the same way,
@@ -612,12 +726,19 @@ impl<'a> Verifier<'a> {
         if self.unreferenced.contains(&Dimension::Format) {
             return None;
         }
-        dimension_llr(
+        let llr = dimension_llr(
             &self.claim,
             Dimension::Format,
             &self.model.classes,
             self.format_scores(),
-        )
+        )?;
+        // With format evidence of its own, the claim is weighed answer by answer against the
+        // best format off it, whichever that is.
+        Some(if self.formats.is_some() {
+            self.format_claim
+        } else {
+            llr
+        })
     }
 
     /// The threshold a format accusation needs: the format evidence's own where there is some,
@@ -639,17 +760,37 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    /// An accusation on the format alone: the likely class is the best off the claimed format
-    /// by the format evidence, then by the classes' own.
+    /// An accusation on the format alone. The likely class is the best off the claimed format by
+    /// the format evidence, then by the classes' own; named as a platform where answers
+    /// reproduced it bit for bit, else by its format alone (the format evidence decides nothing
+    /// else), or as a format no reference covers where the answers lack its pattern.
     fn format_mismatch(&self) -> Verdict {
         let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
         let scores = self.format_scores();
-        let best = (0..on.len()).filter(|c| !on[*c]).max_by(|a, b| {
-            scores[*a]
-                .total_cmp(&scores[*b])
-                .then(self.cumulative[*a].total_cmp(&self.cumulative[*b]))
-        });
-        self.mismatch(best.unwrap_or(0), vec![Dimension::Format])
+        let best = (0..on.len())
+            .filter(|c| !on[*c])
+            .max_by(|a, b| {
+                scores[*a]
+                    .total_cmp(&scores[*b])
+                    .then(self.cumulative[*a].total_cmp(&self.cumulative[*b]))
+            })
+            .unwrap_or(0);
+        if self.formats.is_none() || self.reproduced.contains(&best) {
+            return self.mismatch(best, vec![Dimension::Format]);
+        }
+        let (likely_class, likely_platform) = match self.format_identity() {
+            Some(FormatIdentity::Known { format: f, .. }) => (
+                self.model.classes[best].id.clone(),
+                format!("*/*/{f}/* (the format; the evidence decides no other dimension)"),
+            ),
+            Some(identity) => (String::new(), identity.describe()),
+            None => return self.mismatch(best, vec![Dimension::Format]),
+        };
+        Verdict::Mismatch {
+            likely_class,
+            likely_platform,
+            dimensions: vec![Dimension::Format],
+        }
     }
 
     /// The answers match no known class. The format, weighed by evidence that tolerates a change
@@ -660,7 +801,18 @@ impl<'a> Verifier<'a> {
         let accept = self.params.thresholds().1;
         let accuse = self.format_accuse();
         match self.format_llr() {
-            Some(v) if v >= accuse => self.format_mismatch(),
+            Some(v) if v >= accuse => match self.format_unaccused() {
+                None => self.format_mismatch(),
+                Some(why) => Verdict::Inconclusive {
+                    reason: format!("{reason}; {why}"),
+                },
+            },
+            Some(v) if v <= accept && self.format_blocked().is_some() => Verdict::Inconclusive {
+                reason: format!(
+                    "{reason}; {}",
+                    self.format_blocked().expect("checked")
+                ),
+            },
             Some(v) if v <= accept => Verdict::Inconclusive {
                 reason: format!(
                     "the claimed format {} is consistent (log-likelihood ratio {v:.2}), but {reason}: the other claimed dimensions are unknown",
@@ -722,23 +874,43 @@ impl<'a> Verifier<'a> {
         let format_accuse = self.format_accuse();
         let format = self.format_llr();
         if self.formats.is_some() && format.is_some_and(|v| v >= format_accuse) {
-            return Some(self.format_mismatch());
+            let Some(why) = self.format_unaccused() else {
+                return Some(self.format_mismatch());
+            };
+            // A scheme no reference covers settles nothing more with more answers.
+            if self.format_identity().is_some_and(|i| i.is_unseen()) {
+                return Some(Verdict::Inconclusive { reason: why });
+            }
         }
+        // The ratio finds the claimed format consistent, but the answers lack (or do not yet
+        // show) the rounding pattern of the format that explains them: a format no reference
+        // covers is never confirmed on the strength of its nearest known one.
+        let blocked = self.formats.is_some()
+            && format.is_some_and(|v| v <= accept)
+            && self.format_blocked().is_some();
+        let unseen = self.format_identity().is_some_and(|i| i.is_unseen());
         // The classes differ on nothing claimed but the format, which is settled.
         let format_decides = self.formats.is_some()
             && format.is_some_and(|v| v <= accept)
+            && !blocked
             && self.only_format_differs();
         let llr = self.llr();
         if llr >= accuse || llr <= accept || format_decides {
             if let Some(reason) = self.open_set_unknown() {
                 // The format evidence accumulates more slowly than the classes' (capped lower):
                 // an unknown stack is settled once the format is, or the budget ends.
-                let open = format.is_some_and(|v| v > accept && v < format_accuse);
+                let open =
+                    format.is_some_and(|v| v > accept && v < format_accuse) || (blocked && !unseen);
                 if self.formats.is_some() && open && self.can_continue(0) {
                     return None;
                 }
                 return Some(self.unknown(reason));
             }
+        }
+        if blocked && unseen {
+            return Some(Verdict::Inconclusive {
+                reason: self.format_blocked().expect("blocked"),
+            });
         }
         if format_decides {
             return Some(self.consistent());
@@ -753,7 +925,7 @@ impl<'a> Verifier<'a> {
             }
             return Some(self.mismatch(best, dimensions));
         }
-        if self.formats.is_some() && format.is_some_and(|v| v > accept) {
+        if self.formats.is_some() && format.is_some_and(|v| v > accept) || blocked {
             return None;
         }
         if llr <= accept {
@@ -855,6 +1027,20 @@ impl<'a> Verifier<'a> {
                 why.clone()
             } else if self.coarsest == Presentation::TextOnly {
                 self.text_only_limits()
+            } else if let Some(why) = self
+                .format_unaccused()
+                .filter(|_| self.format_llr().is_some_and(|v| v >= self.format_accuse()))
+                .or_else(|| {
+                    self.format_blocked()
+                        .filter(|_| self.format_llr().is_some_and(|v| v <= accept))
+                })
+            {
+                format!(
+                    "{why} (format log-likelihood ratio {:.2}; {} queries, {} output tokens)",
+                    self.format_llr().unwrap_or(0.0),
+                    self.evidence.len(),
+                    self.tokens
+                )
             } else if llr >= accuse {
                 format!(
                     "the answers are nearer a class off the claimed format than the claimed one (log-likelihood ratio {llr:.2}), but the format evidence that tolerates hardware and build differences does not find the format wrong (format log-likelihood ratio {:.2}, accusing at {:.2}) within the budget ({} queries, {} output tokens)",
@@ -891,11 +1077,20 @@ impl<'a> Verifier<'a> {
                 self.model.classes[c].name()
             )
         };
+        let format = self.formats.as_ref().map(|_| FormatDecision {
+            llr: self.format_llr(),
+            nearest: self
+                .format_identity()
+                .map(|i| i.nearest_known())
+                .unwrap_or_default(),
+            unconfirmed: self.format_blocked(),
+            unaccused: self.format_unaccused(),
+        });
         let dimensions = dimension_verdicts(
             &self.claim,
             &self.model.classes,
             &self.cumulative,
-            self.format_scores(),
+            format.as_ref(),
             Thresholds {
                 accuse,
                 accept,

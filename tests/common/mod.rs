@@ -3,6 +3,7 @@
 pub mod fake;
 pub mod llama;
 pub mod proxy;
+pub mod torch_host;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -3,7 +3,7 @@
 //! the generations agree. Black-box steps are compared only while both generations share their
 //! prefix (after that they answer different questions).
 
-use super::view::{log_ulps, ulp_diff, StepView};
+use super::view::{log_ulps, shared_prefix, ulp_diff, StepView};
 use super::{Context, Extractor, FeatureSpec, View};
 
 pub struct ReferenceRelative;
@@ -72,13 +72,13 @@ fn compare(answer: &View, reference: &View) -> [f64; PER_REFERENCE] {
             )
         }
         (View::Steps { text: ta, steps: a }, View::Steps { text: tb, steps: b }) => {
-            let shared = a.iter().zip(b).take_while(|(x, y)| x.key == y.key).count();
+            let shared = shared_prefix(a, b);
             // The step where the sampled tokens part still had the same context.
             let compared = (shared + 1).min(a.len()).min(b.len());
             let mut same_order = 0;
             for (x, y) in a.iter().zip(b).take(compared) {
                 compare_step(x, y, &mut diffs);
-                same_order += usize::from(keys(x) == keys(y));
+                same_order += usize::from(x.same_order(y));
             }
             let identical = ta == tb && a.len() == b.len() && shared == a.len() && {
                 a.iter().zip(b).all(|(x, y)| steps_bit_equal(x, y))
@@ -106,18 +106,14 @@ fn compare(answer: &View, reference: &View) -> [f64; PER_REFERENCE] {
 }
 
 fn compare_step(x: &StepView, y: &StepView, diffs: &mut Diffs) {
-    if let (true, Some(a), Some(b)) = (x.key == y.key, x.value, y.value) {
+    if let (true, Some(a), Some(b)) = (x.key.same(&y.key), x.value, y.value) {
         diffs.add(a, b);
     }
     for (k, v) in &x.top {
-        if let Some((_, w)) = y.top.iter().find(|(kk, _)| kk == k) {
-            diffs.add(*v, *w);
+        if let Some(w) = y.entry(k) {
+            diffs.add(*v, w);
         }
     }
-}
-
-fn keys(s: &StepView) -> Vec<&str> {
-    s.top.iter().map(|t| t.0.as_str()).collect()
 }
 
 fn steps_bit_equal(x: &StepView, y: &StepView) -> bool {
@@ -126,7 +122,7 @@ fn steps_bit_equal(x: &StepView, y: &StepView) -> bool {
         && x.top
             .iter()
             .zip(&y.top)
-            .all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits())
+            .all(|(a, b)| a.0.same(&b.0) && a.1.to_bits() == b.1.to_bits())
 }
 
 fn bits_equal(a: &[f32], b: &[f32]) -> bool {
@@ -135,13 +131,14 @@ fn bits_equal(a: &[f32], b: &[f32]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::view::TokenKey;
     use super::*;
 
     fn step(key: &str, top: &[(&str, f32)]) -> StepView {
         StepView {
-            key: key.into(),
+            key: TokenKey::text(key),
             value: Some(top[0].1),
-            top: top.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            top: top.iter().map(|(k, v)| (TokenKey::text(k), *v)).collect(),
         }
     }
 

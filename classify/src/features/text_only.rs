@@ -1,6 +1,7 @@
 //! Generated tokens alone (APIs that return no logprobs): length, and per reference whether the
 //! text is identical and how long the generated token prefixes agree.
 
+use super::view::shared_prefix;
 use super::{Context, Extractor, FeatureSpec, View};
 
 pub struct TextOnly;
@@ -21,11 +22,7 @@ impl Extractor for TextOnly {
                     text: rt,
                     steps: rs,
                 }) => {
-                    let same = steps
-                        .iter()
-                        .zip(rs)
-                        .take_while(|(a, b)| a.key == b.key)
-                        .count();
+                    let same = shared_prefix(steps, rs);
                     out.push(f64::from(u8::from(rt == text)));
                     out.push(same as f64 / steps.len().max(rs.len()).max(1) as f64);
                 }

@@ -3,7 +3,7 @@
 //! by a few ULPs differ in this pattern, not in any summary.
 
 use super::bits::grid_len;
-use super::view::{log_ulps, ulp_diff};
+use super::view::{log_ulps, shared_prefix, ulp_diff};
 use super::{Context, Extractor, FeatureSpec, View};
 
 pub struct UlpPattern;
@@ -37,7 +37,7 @@ fn aligned(answer: &View, reference: &View, steps: usize, width: usize) -> Vec<O
             (0..width).map(|i| Some((*a.get(i)?, *b.get(i)?))).collect()
         }
         (View::Steps { steps: a, .. }, View::Steps { steps: b, .. }) => {
-            let shared = a.iter().zip(b).take_while(|(x, y)| x.key == y.key).count();
+            let shared = shared_prefix(a, b);
             (0..steps)
                 .flat_map(|i| {
                     (0..width).map(move |j| {
@@ -46,7 +46,7 @@ fn aligned(answer: &View, reference: &View, steps: usize, width: usize) -> Vec<O
                         }
                         let (sa, sb) = (a.get(i)?, b.get(i)?);
                         let (key, va) = sa.top.get(j)?;
-                        let vb = sb.top.iter().find(|t| &t.0 == key)?.1;
+                        let vb = sb.entry(key)?;
                         Some((*va, vb))
                     })
                 })

@@ -16,6 +16,9 @@ pub enum NumericFormat {
     Fp8E5m2,
     /// Weights per output channel, activations per tensor, symmetric.
     Int8,
+    /// INT8 W8A8 as vLLM serves compressed-tensors and SmoothQuant checkpoints: weights per
+    /// output channel, activations quantised per token at run time (dynamic), int32 accumulation.
+    Int8W8a8,
     /// Weight-only, group-wise along the reduction dimension.
     Int4 {
         group: u32,
@@ -49,6 +52,7 @@ impl NumericFormat {
             Fp8E4m3,
             Fp8E5m2,
             Int8,
+            Int8W8a8,
             Int4 { group: 32 },
             Int4 { group: 128 },
             MxInt8,
@@ -73,6 +77,7 @@ impl fmt::Display for NumericFormat {
             NumericFormat::Fp8E4m3 => f.write_str("fp8-e4m3"),
             NumericFormat::Fp8E5m2 => f.write_str("fp8-e5m2"),
             NumericFormat::Int8 => f.write_str("int8"),
+            NumericFormat::Int8W8a8 => f.write_str("int8-w8a8"),
             NumericFormat::Int4 { group } => write!(f, "int4-g{group}"),
             NumericFormat::MxInt8 => f.write_str("mxint8"),
             NumericFormat::Gguf(t) => f.write_str(match t {

@@ -65,7 +65,7 @@ impl FormatFamily {
             FormatFamily::Fp16 => format == F::F16,
             FormatFamily::Bf16 => format == F::Bf16,
             FormatFamily::Fp8 => matches!(format, F::Fp8E4m3 | F::Fp8E5m2),
-            FormatFamily::Int8 => matches!(format, F::Int8 | F::Gguf(Q8_0)),
+            FormatFamily::Int8 => matches!(format, F::Int8 | F::Int8W8a8 | F::Gguf(Q8_0)),
             FormatFamily::Int4 => matches!(format, F::Int4 { .. } | F::Gguf(Q4_0 | Q4_1 | Q4K)),
             FormatFamily::Fp4
             | FormatFamily::MxFp4
@@ -73,6 +73,17 @@ impl FormatFamily {
             | FormatFamily::Fp6
             | FormatFamily::MxFp8 => false,
         }
+    }
+
+    /// Whether the family's formats are quantisation schemes that differ in block size, scales,
+    /// calibration and activation handling (int8 is GGUF q8_0 and vLLM's W8A8 alike, and their
+    /// roundings differ in size by an order of magnitude), unlike the float families whose
+    /// rounding the format itself fixes (fp32, fp16, bf16).
+    pub fn quantised(self) -> bool {
+        !matches!(
+            self,
+            FormatFamily::Fp32 | FormatFamily::Fp16 | FormatFamily::Bf16
+        )
     }
 
     /// The family `format` belongs to, for reports that print both names.

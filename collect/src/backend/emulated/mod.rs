@@ -73,6 +73,14 @@ impl EmulatedImage {
                     .into(),
             });
         }
+        if format == NumericFormat::Int8W8a8 {
+            return Err(CollectError::Unsupported {
+                platform: platform.to_string(),
+                model: model.id.clone(),
+                reason: "int8-w8a8 (dynamic per-token activations) is a serving engine's                          format (vLLM): the emulated kernels compute int8 with per-tensor                          activations"
+                    .into(),
+            });
+        }
         let kernel = platform.kernel.unwrap_or_default();
         if matches!(kernel.order, ReductionOrder::TensorCore { .. }) {
             return Err(CollectError::Unsupported {

@@ -1,0 +1,447 @@
+//! Whether answers carry a known format's own rounding, or only a rounding of its size.
+//!
+//! A format's deviation from the widest reference, `d = R_format − R_base`, is the rounding of
+//! its weights (the same on every engine: weights are quantised once) plus that of its
+//! activations (each engine's own). Served elsewhere, an answer keeps part of that direction and
+//! about its size. An answer of a format no reference covers can be as large as a known format's
+//! pattern (bf16's is a third of Q8_0's, vLLM's INT8 W8A8 half of Q4_0's) yet share none of it:
+//! named after the known format of its size, it would be named as a format it is not.
+//!
+//! Per format, sums over the values the answer shares with the base and that format, each step
+//! centred on its means (a shift of a whole step, its log-sum-exp, is no pattern). The evidence
+//! that the answers are that format served elsewhere, against a format no reference covers, is
+//! a log-ratio: the direction (`a ≈ β·d` plus noise, β in [[`min_share`], 1], against `a` as
+//! noise, variances fitted) less the size (the answers' mean square against the pattern's, a
+//! ratio in [[`SIZE_LOW`], [`SIZE_HIGH`]] for the format, free for an unseen one).
+//!
+//! Measured on SmolLM2 over audits of 8 answers against llama.cpp's AVX2 references: Q8_0 from
+//! the AVX-512 build or with flash attention off ≥ +7.6 in 99 % of audits, candle's Q8_0 ≥ −1.3,
+//! Q4_0 from either ≥ +8; bf16 from vLLM or PyTorch ≤ −5 in 95 % of audits; vLLM's W8A8 against
+//! Q4_0 between −10 and +4.8 (its training prompts share 24 % of Q4_0's direction), never +10.
+//! With candle's references, llama.cpp's Q8_0 is 0.5–0.6 of candle's Q8_0 in size.
+
+use hspi_datasets::{FormatFamily, NumericFormat};
+
+use crate::features::View;
+use crate::format_evidence::matched_steps;
+
+/// Least share of a format's pattern an answer of that format keeps on another engine (candle's
+/// Q8_0 keeps 31 %, the least measured: 8-bit formats' activation rounding is each engine's own).
+pub const MIN_SHARE: f64 = 0.25;
+/// The same for 4-bit formats, whose weight rounding (the same everywhere) dominates: Q4_0 keeps
+/// 97–104 % of its pattern on llama.cpp's other build and on candle, while vLLM's INT8 W8A8
+/// shares up to 44 % of it on the values where their tokens agree (a third of its size).
+pub const MIN_SHARE_4BIT: f64 = 0.7;
+
+/// Least share of `format`'s pattern an answer of it keeps elsewhere.
+pub fn min_share(format: NumericFormat) -> f64 {
+    match FormatFamily::of(format) {
+        Some(
+            FormatFamily::Int4 | FormatFamily::Fp4 | FormatFamily::MxFp4 | FormatFamily::NvFp4,
+        ) => MIN_SHARE_4BIT,
+        _ => MIN_SHARE,
+    }
+}
+/// Least and most mean square of answers of a format served elsewhere, as a share of that
+/// format's pattern (measured 0.5–2.1 between candle's and llama.cpp's Q8_0, 0.8–1.3 for Q4_0).
+pub const SIZE_LOW: f64 = 0.4;
+pub const SIZE_HIGH: f64 = 4.0;
+/// Log-ratio at or above which the answers carry the nearest format's pattern.
+pub const SHOWN: f64 = 8.0;
+/// Log-ratio at or above which that is firm enough to accuse a claim of a quantised family
+/// whose known members are all ruled out (vLLM's W8A8 against Q4_0 never reached it).
+pub const FIRM: f64 = 12.0;
+/// Log-ratio at or below which they carry none of it: a format no reference covers.
+pub const ABSENT: f64 = -3.0;
+/// A format whose pattern is within this factor (in mean square) of the smallest one is within
+/// the noise of a change of engine or build: no direction tells it from the base.
+const NEAR_BASE: f64 = 10.0;
+
+/// How far answers carry one format's pattern: sums over centred values shared by the answer,
+/// the base and the format.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PatternShare {
+    /// Σ a², a = answer − base (centred per step).
+    aa: f64,
+    /// Σ a·d, d = format − base.
+    ad: f64,
+    /// Σ d².
+    dd: f64,
+    /// Degrees of freedom: values less one per step (the centring).
+    n: f64,
+}
+
+impl PatternShare {
+    /// Of one answer: `answer` against `base` and `format`'s references.
+    pub fn of(answer: &View, base: &View, format: &View) -> PatternShare {
+        let mut s = PatternShare::default();
+        for step in matched_steps(answer, &[base, format]) {
+            if step.len() < 2 {
+                continue;
+            }
+            let k = step.len() as f64;
+            let mean = |col: usize| step.iter().map(|v| v[col] - v[1]).sum::<f64>() / k;
+            let (ma, md) = (mean(0), mean(2));
+            for v in &step {
+                let (a, d) = (v[0] - v[1] - ma, v[2] - v[1] - md);
+                s.aa += a * a;
+                s.ad += a * d;
+                s.dd += d * d;
+            }
+            s.n += k - 1.0;
+        }
+        s
+    }
+
+    pub fn add(&mut self, other: &PatternShare) {
+        self.aa += other.aa;
+        self.ad += other.ad;
+        self.dd += other.dd;
+        self.n += other.n;
+    }
+
+    /// Values compared (degrees of freedom).
+    pub fn values(&self) -> f64 {
+        self.n
+    }
+
+    /// Mean square of the answers' deviation from the base.
+    pub fn answer_size(&self) -> f64 {
+        self.aa / self.n.max(1.0)
+    }
+
+    /// Mean square of the format's pattern.
+    pub fn pattern_size(&self) -> f64 {
+        self.dd / self.n.max(1.0)
+    }
+
+    /// The log-ratio of "this format, served elsewhere" against "a format no reference covers":
+    /// positive where the answers carry the pattern at about its size, negative where they lack
+    /// it or are far from its size (0 with no values).
+    pub fn log_ratio(&self, min_share: f64) -> f64 {
+        const FLOOR: f64 = 1e-24;
+        if self.n < 1.0 || self.dd <= FLOOR {
+            return 0.0;
+        }
+        let beta = (self.ad / self.dd).clamp(min_share, 1.0);
+        let unseen = self.aa + FLOOR;
+        let known = (self.aa - 2.0 * beta * self.ad + beta * beta * self.dd).max(0.0) + FLOOR;
+        let direction = self.n / 2.0 * (unseen / known).ln();
+        // A Gaussian variance test: the size the format allows nearest the answers' own.
+        let ratio = (self.aa / self.dd).max(FLOOR);
+        let allowed = ratio.clamp(SIZE_LOW, SIZE_HIGH);
+        let size = self.n / 2.0 * ((allowed / ratio).ln() + ratio / allowed - 1.0);
+        direction - size
+    }
+}
+
+/// What the answers' format is, as far as the references tell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FormatIdentity {
+    /// This format: reproduced bit for bit, its pattern shown, or the base or a format within
+    /// the noise of a change of engine (where no direction can tell them apart). `firm` unless
+    /// it rests on a pattern shown below [`FIRM`].
+    Known { format: NumericFormat, firm: bool },
+    /// Nearest to this format in size, its pattern neither shown nor ruled out yet.
+    Unconfirmed {
+        nearest: NumericFormat,
+        log_ratio: f64,
+        values: f64,
+    },
+    /// A format no reference covers: as large as `nearest`'s pattern, or between two formats',
+    /// without its pattern.
+    Unseen {
+        nearest: NumericFormat,
+        log_ratio: f64,
+        /// The known formats whose pattern sizes bracket the answers' deviation (the base
+        /// below all; None above the largest).
+        between: (NumericFormat, Option<NumericFormat>),
+    },
+}
+
+fn with_family(f: NumericFormat) -> String {
+    match FormatFamily::of(f) {
+        Some(family) if family.name() != f.to_string() => format!("{f} ({family})"),
+        _ => f.to_string(),
+    }
+}
+
+impl FormatIdentity {
+    /// Whether the claimed format may be called consistent on this identity: where the answers
+    /// are known to be it, or no values could be compared (text only); not on the strength of
+    /// its size alone.
+    pub fn allows_consistent(&self) -> bool {
+        match self {
+            FormatIdentity::Known { .. } => true,
+            FormatIdentity::Unconfirmed { values, .. } => *values < 1.0,
+            FormatIdentity::Unseen { .. } => false,
+        }
+    }
+
+    /// The format, where the answers are firmly known to be it.
+    pub fn firmly(&self) -> Option<NumericFormat> {
+        match self {
+            FormatIdentity::Known { format, firm: true } => Some(*format),
+            _ => None,
+        }
+    }
+
+    pub fn is_unseen(&self) -> bool {
+        matches!(self, FormatIdentity::Unseen { .. })
+    }
+
+    /// The nearest known format, whatever the identity.
+    pub fn nearest(&self) -> NumericFormat {
+        match self {
+            FormatIdentity::Known { format, .. } => *format,
+            FormatIdentity::Unconfirmed { nearest, .. }
+            | FormatIdentity::Unseen { nearest, .. } => *nearest,
+        }
+    }
+
+    /// What the answers are, for a verdict: `q8_0 (int8)`, or a format no reference covers.
+    pub fn describe(&self) -> String {
+        match self {
+            FormatIdentity::Known { format, .. } => with_family(*format),
+            FormatIdentity::Unconfirmed {
+                nearest, log_ratio, ..
+            } => format!(
+                "{} by size, its rounding pattern not confirmed (log-ratio {log_ratio:+.1})",
+                with_family(*nearest)
+            ),
+            FormatIdentity::Unseen {
+                nearest,
+                log_ratio,
+                between,
+            } => format!(
+                "a format no reference covers ({}, without the pattern of {}: log-ratio {log_ratio:+.1})",
+                self.size(between),
+                with_family(*nearest)
+            ),
+        }
+    }
+
+    /// The nearest known format and how near, for a dimension's line ("nearest known …").
+    pub fn nearest_known(&self) -> String {
+        match self {
+            FormatIdentity::Known { format, .. } => with_family(*format),
+            FormatIdentity::Unconfirmed { .. } => self.describe(),
+            FormatIdentity::Unseen {
+                nearest,
+                log_ratio,
+                between,
+            } => format!(
+                "{} by size only, without its pattern (log-ratio {log_ratio:+.1}): a format no reference covers, {}",
+                with_family(*nearest),
+                self.size(between)
+            ),
+        }
+    }
+
+    fn size(&self, between: &(NumericFormat, Option<NumericFormat>)) -> String {
+        match between {
+            (lo, Some(hi)) => format!("its rounding between {lo}'s and {hi}'s in size"),
+            (lo, None) => format!("its rounding larger than {lo}'s"),
+        }
+    }
+}
+
+/// The pattern shares of every format, summed over the answers the format evidence weighed, and
+/// the formats answers reproduced bit for bit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormatShapes {
+    /// In `FormatReferences::formats` order, the base first (its share stays empty).
+    formats: Vec<NumericFormat>,
+    shares: Vec<PatternShare>,
+    reproduced: Vec<NumericFormat>,
+}
+
+impl FormatShapes {
+    pub fn new(formats: Vec<NumericFormat>) -> FormatShapes {
+        FormatShapes {
+            shares: vec![PatternShare::default(); formats.len()],
+            formats,
+            reproduced: Vec::new(),
+        }
+    }
+
+    /// Add one answer against its references, one view per format (None where a format's
+    /// reference did not answer the probe).
+    pub fn add(&mut self, answer: &View, references: &[Option<&View>]) {
+        let Some(Some(base)) = references.first() else {
+            return;
+        };
+        for (share, reference) in self.shares.iter_mut().zip(references).skip(1) {
+            if let Some(r) = reference {
+                share.add(&PatternShare::of(answer, base, r));
+            }
+        }
+    }
+
+    /// An answer reproduced bit for bit by a platform of `format`.
+    pub fn reproduced(&mut self, format: NumericFormat) {
+        if !self.reproduced.contains(&format) {
+            self.reproduced.push(format);
+        }
+    }
+
+    pub fn shares(&self) -> impl Iterator<Item = (NumericFormat, &PatternShare)> {
+        self.formats.iter().copied().zip(&self.shares)
+    }
+
+    /// The identity of the answers whose best-scoring known format is `nearest`.
+    pub fn identity(&self, nearest: NumericFormat) -> FormatIdentity {
+        let known = |firm: bool| FormatIdentity::Known {
+            format: nearest,
+            firm,
+        };
+        let Some(at) = self.formats.iter().position(|f| *f == nearest) else {
+            return known(true);
+        };
+        if at == 0 || self.reproduced.contains(&nearest) {
+            return known(true);
+        }
+        let share = &self.shares[at];
+        let smallest = self
+            .shares
+            .iter()
+            .skip(1)
+            .filter(|s| s.values() >= 1.0)
+            .map(PatternShare::pattern_size)
+            .fold(f64::INFINITY, f64::min);
+        if share.values() < 1.0 || share.pattern_size() <= NEAR_BASE * smallest {
+            return if share.values() < 1.0 {
+                FormatIdentity::Unconfirmed {
+                    nearest,
+                    log_ratio: 0.0,
+                    values: 0.0,
+                }
+            } else {
+                known(true)
+            };
+        }
+        let log_ratio = share.log_ratio(min_share(nearest));
+        if log_ratio >= SHOWN {
+            return known(log_ratio >= FIRM);
+        }
+        if log_ratio > ABSENT {
+            return FormatIdentity::Unconfirmed {
+                nearest,
+                log_ratio,
+                values: share.values(),
+            };
+        }
+        // The known pattern sizes that bracket the answers' deviation (measured on the values
+        // shared with the nearest format).
+        let size = share.answer_size();
+        let mut sizes: Vec<(f64, NumericFormat)> = self
+            .formats
+            .iter()
+            .zip(&self.shares)
+            .skip(1)
+            .filter(|(_, s)| s.values() >= 1.0)
+            .map(|(f, s)| (s.pattern_size(), *f))
+            .collect();
+        sizes.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let below = sizes
+            .iter()
+            .rev()
+            .find(|(p, _)| *p <= size)
+            .map_or(self.formats[0], |(_, f)| *f);
+        let above = sizes.iter().find(|(p, _)| *p > size).map(|(_, f)| *f);
+        FormatIdentity::Unseen {
+            nearest,
+            log_ratio,
+            between: (below, above),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Answers and references as logits: the base, a format's pattern (size `p`), and an
+    /// answer `share·d + noise` of size `noise`.
+    fn views(seed: u64, share: f64, noise: f64) -> (View, View, View) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let n = 400;
+        let base: Vec<f32> = (0..n).map(|_| rng.random_range(-8.0..0.0)).collect();
+        let d: Vec<f64> = (0..n).map(|_| rng.random_range(-0.1..0.1)).collect();
+        let format: Vec<f32> = base.iter().zip(&d).map(|(b, d)| b + *d as f32).collect();
+        let answer: Vec<f32> = base
+            .iter()
+            .zip(&d)
+            .map(|(b, d)| b + (share * d + noise * rng.random_range(-1.0..1.0)) as f32)
+            .collect();
+        (
+            View::Logits(answer),
+            View::Logits(base),
+            View::Logits(format),
+        )
+    }
+
+    fn identity(share: f64, noise: f64) -> FormatIdentity {
+        let (a, b, f) = views(7, share, noise);
+        let (_, _, near) = views(8, 0.0, 0.01);
+        let mut shapes = FormatShapes::new(vec![
+            NumericFormat::F32,
+            NumericFormat::F16,
+            NumericFormat::Gguf(hspi_datasets::GgufType::Q8_0),
+        ]);
+        // f16: a pattern 1000 times smaller than q8_0's.
+        let tiny = match (&near, &b) {
+            (View::Logits(n), View::Logits(b)) => View::Logits(
+                b.iter()
+                    .zip(n)
+                    .map(|(b, n)| b + (n - b) * 0.001 + 1e-3)
+                    .collect(),
+            ),
+            _ => unreachable!(),
+        };
+        shapes.add(&a, &[Some(&b), Some(&tiny), Some(&f)]);
+        shapes.identity(NumericFormat::Gguf(hspi_datasets::GgufType::Q8_0))
+    }
+
+    #[test]
+    fn half_the_pattern_is_the_format_and_none_of_it_an_unseen_one() {
+        assert!(matches!(identity(0.5, 0.05), FormatIdentity::Known { .. }));
+        let unseen = identity(0.0, 0.06);
+        assert!(unseen.is_unseen(), "{unseen:?}");
+        assert!(!unseen.allows_consistent());
+        let text = unseen.describe();
+        assert!(
+            text.starts_with("a format no reference covers") && text.contains("q8_0 (int8)"),
+            "{text}"
+        );
+        let line = unseen.nearest_known();
+        assert!(
+            line.starts_with("q8_0 (int8) by size only") && line.contains("no reference covers"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn the_base_and_answers_without_values_are_never_unseen() {
+        let mut shapes = FormatShapes::new(vec![NumericFormat::F32, NumericFormat::F16]);
+        assert_eq!(
+            shapes.identity(NumericFormat::F32),
+            FormatIdentity::Known {
+                format: NumericFormat::F32,
+                firm: true
+            }
+        );
+        let none = shapes.identity(NumericFormat::F16);
+        assert!(none.allows_consistent(), "{none:?}");
+        shapes.reproduced(NumericFormat::F16);
+        assert_eq!(
+            shapes.identity(NumericFormat::F16),
+            FormatIdentity::Known {
+                format: NumericFormat::F16,
+                firm: true
+            }
+        );
+    }
+}

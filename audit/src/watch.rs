@@ -393,6 +393,7 @@ mod tests {
                     nearest: nearest.into(),
                     log_likelihood_ratio: Some(0.0),
                     note: None,
+                    unseen: false,
                 }],
                 contract_failures: Vec::new(),
                 requests: 3,

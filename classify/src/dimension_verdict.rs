@@ -65,6 +65,9 @@ pub struct DimensionVerdict {
     /// Why the dimension is decided the way it is, when the figures alone do not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The format: the answers are one no reference covers (never named as a known one).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unseen: bool,
 }
 
 impl DimensionVerdict {
@@ -159,8 +162,13 @@ pub struct FormatDecision {
     /// The best format off the claim against the best on it, summed answer by answer (nats);
     /// None when the known classes do not differ on the format.
     pub llr: Option<f64>,
-    /// What the answers' format is (`q8_0 (int8)`, or a format no reference covers).
+    /// What the answers' format is (`q8_0 (int8)`, or a format no reference covers), in words
+    /// that compare from round to round.
     pub nearest: String,
+    /// The answers are a format no reference covers.
+    pub unseen: bool,
+    /// The figures behind `nearest` where the answers are not simply a known format.
+    pub detail: Option<String>,
     /// Why the claimed format is not confirmed although its ratio says so.
     pub unconfirmed: Option<String>,
     /// Why the claimed format is not accused although its ratio says so.
@@ -244,9 +252,10 @@ pub fn dimension_verdicts(
                         own.and_then(|f| f.unaccused.clone()),
                     )
                 }
-                Some(v) if d == Dimension::Format && decided(v).is_some() => {
-                    (decided(v).expect("checked"), None)
-                }
+                Some(v) if d == Dimension::Format && decided(v).is_some() => (
+                    decided(v).expect("checked"),
+                    own.and_then(|f| f.detail.clone()),
+                ),
                 Some(_) if unknown && d == Dimension::Format => (
                     DimensionStatus::Inconclusive,
                     Some("the answers match no known class, and the format evidence does not separate the nearest formats".into()),
@@ -255,7 +264,10 @@ pub fn dimension_verdicts(
                     DimensionStatus::Unknown,
                     Some("the answers match no known class".into()),
                 ),
-                Some(v) => (decided(v).unwrap_or(DimensionStatus::Inconclusive), None),
+                Some(v) => (
+                    decided(v).unwrap_or(DimensionStatus::Inconclusive),
+                    own.and_then(|f| f.detail.clone()),
+                ),
                 None => (
                     DimensionStatus::Consistent,
                     Some(format!("every known class has this {d}")),
@@ -276,6 +288,7 @@ pub fn dimension_verdicts(
                 nearest: nearest.join(" or "),
                 log_likelihood_ratio: llr,
                 note,
+                unseen: own.is_some_and(|f| f.unseen),
             }
         })
         .collect()
@@ -386,6 +399,8 @@ mod tests {
         let decision = FormatDecision {
             llr: Some(-9.0),
             nearest: "a format no reference covers".into(),
+            unseen: true,
+            detail: None,
             unconfirmed: Some("the answers lack q8_0's pattern".into()),
             unaccused: None,
         };
@@ -403,6 +418,7 @@ mod tests {
             v[0].note.as_deref(),
             Some("the answers lack q8_0's pattern")
         );
+        assert!(v[0].unseen);
         let v = dimension_verdicts(
             &int8,
             &classes(),

@@ -23,7 +23,7 @@
 use hspi_datasets::{FormatFamily, NumericFormat};
 
 use crate::features::View;
-use crate::format_evidence::matched_steps;
+use crate::format_evidence::{matched_steps, within_engine_noise, BASE_REACH};
 
 /// Least share of a format's pattern an answer of that format keeps on another engine (candle's
 /// Q8_0 keeps 31 %, the least measured: 8-bit formats' activation rounding is each engine's own).
@@ -53,9 +53,6 @@ pub const SHOWN: f64 = 8.0;
 pub const FIRM: f64 = 12.0;
 /// Log-ratio at or below which they carry none of it: a format no reference covers.
 pub const ABSENT: f64 = -3.0;
-/// A format whose pattern is within this factor (in mean square) of the smallest one is within
-/// the noise of a change of engine or build: no direction tells it from the base.
-const NEAR_BASE: f64 = 10.0;
 
 /// How far answers carry one format's pattern: sums over centred values shared by the answer,
 /// the base and the format.
@@ -148,15 +145,29 @@ pub enum FormatIdentity {
         log_ratio: f64,
         values: f64,
     },
-    /// A format no reference covers: as large as `nearest`'s pattern, or between two formats',
-    /// without its pattern.
+    /// A format no reference covers: near `nearest` in size without its pattern (`log_ratio`),
+    /// or too far from the base and every near-base format for a change of engine (None).
     Unseen {
         nearest: NumericFormat,
-        log_ratio: f64,
+        log_ratio: Option<f64>,
         /// The known formats whose pattern sizes bracket the answers' deviation (the base
         /// below all; None above the largest).
         between: (NumericFormat, Option<NumericFormat>),
     },
+}
+
+/// Why answers are not `nearest`: they lack its pattern, or lie too far for a change of engine.
+fn unlike(nearest: NumericFormat, log_ratio: Option<f64>) -> String {
+    match log_ratio {
+        Some(lr) => format!(
+            "without the pattern of {}, the nearest known (log-ratio {lr:+.1})",
+            with_family(nearest)
+        ),
+        None => format!(
+            "farther from {} than a change of engine reaches",
+            with_family(nearest)
+        ),
+    }
 }
 
 fn with_family(f: NumericFormat) -> String {
@@ -214,26 +225,27 @@ impl FormatIdentity {
                 log_ratio,
                 between,
             } => format!(
-                "a format no reference covers ({}, without the pattern of {}: log-ratio {log_ratio:+.1})",
+                "a format no reference covers ({}, {})",
                 self.size(between),
-                with_family(*nearest)
+                unlike(*nearest, *log_ratio)
             ),
         }
     }
 
-    /// The nearest known format and how near, for a dimension's line ("nearest known …").
+    /// The nearest known format and how near, for a dimension's line ("nearest known …"):
+    /// words without figures, so a provider's state compares from round to round.
     pub fn nearest_known(&self) -> String {
         match self {
             FormatIdentity::Known { format, .. } => with_family(*format),
-            FormatIdentity::Unconfirmed { .. } => self.describe(),
-            FormatIdentity::Unseen {
-                nearest,
-                log_ratio,
-                between,
-            } => format!(
-                "{} by size only, without its pattern (log-ratio {log_ratio:+.1}): a format no reference covers, {}",
-                with_family(*nearest),
-                self.size(between)
+            FormatIdentity::Unconfirmed { nearest, .. } => {
+                format!(
+                    "{} by size, its pattern not confirmed",
+                    with_family(*nearest)
+                )
+            }
+            FormatIdentity::Unseen { nearest, .. } => format!(
+                "none: a format no reference covers (unlike {})",
+                with_family(*nearest)
             ),
         }
     }
@@ -298,26 +310,73 @@ impl FormatShapes {
         let Some(at) = self.formats.iter().position(|f| *f == nearest) else {
             return known(true);
         };
-        if at == 0 || self.reproduced.contains(&nearest) {
+        if self.reproduced.contains(&nearest) {
             return known(true);
         }
-        let share = &self.shares[at];
-        let smallest = self
-            .shares
+        let measured: Vec<(NumericFormat, &PatternShare)> = self
+            .formats
             .iter()
+            .copied()
+            .zip(&self.shares)
             .skip(1)
-            .filter(|s| s.values() >= 1.0)
-            .map(PatternShare::pattern_size)
-            .fold(f64::INFINITY, f64::min);
-        if share.values() < 1.0 || share.pattern_size() <= NEAR_BASE * smallest {
-            return if share.values() < 1.0 {
+            .filter(|(_, s)| s.values() >= 1.0)
+            .collect();
+        // The answers' deviation from the base, on the most values any format shares.
+        let Some(answer) = measured
+            .iter()
+            .max_by(|a, b| a.1.values().total_cmp(&b.1.values()))
+            .map(|(_, s)| s.answer_size())
+        else {
+            // Nothing compared (text only): no size and no pattern to weigh.
+            return if at == 0 {
+                known(true)
+            } else {
                 FormatIdentity::Unconfirmed {
                     nearest,
                     log_ratio: 0.0,
                     values: 0.0,
                 }
-            } else {
+            };
+        };
+        let between = self.between(&measured, answer);
+        if at == 0 || within_engine_noise(nearest) {
+            // No direction tells the base from a rounding a change of engine reaches; the size
+            // does: within the finest near-base reference's reach (f16's), else far below the
+            // finest other one's (a pack of f32, bf16 and int8 has no near-base yardstick).
+            let yardstick = measured
+                .iter()
+                .filter(|(f, _)| within_engine_noise(*f))
+                .map(|(_, s)| SIZE_HIGH * s.pattern_size())
+                .reduce(f64::min)
+                .or_else(|| {
+                    measured
+                        .iter()
+                        .map(|(_, s)| BASE_REACH * s.pattern_size())
+                        .reduce(f64::min)
+                })
+                .unwrap_or(f64::INFINITY);
+            return if answer <= yardstick {
                 known(true)
+            } else if answer > 2.0 * yardstick {
+                FormatIdentity::Unseen {
+                    nearest,
+                    log_ratio: None,
+                    between,
+                }
+            } else {
+                FormatIdentity::Unconfirmed {
+                    nearest,
+                    log_ratio: 0.0,
+                    values: self.shares[at.max(1)].values(),
+                }
+            };
+        }
+        let share = &self.shares[at];
+        if share.values() < 1.0 {
+            return FormatIdentity::Unconfirmed {
+                nearest,
+                log_ratio: 0.0,
+                values: 0.0,
             };
         }
         let log_ratio = share.log_ratio(min_share(nearest));
@@ -331,15 +390,22 @@ impl FormatShapes {
                 values: share.values(),
             };
         }
-        // The known pattern sizes that bracket the answers' deviation (measured on the values
-        // shared with the nearest format).
-        let size = share.answer_size();
-        let mut sizes: Vec<(f64, NumericFormat)> = self
-            .formats
+        FormatIdentity::Unseen {
+            nearest,
+            log_ratio: Some(log_ratio),
+            between,
+        }
+    }
+
+    /// The known formats whose pattern sizes bracket the answers' deviation `size` (the base
+    /// below all; None above the largest).
+    fn between(
+        &self,
+        measured: &[(NumericFormat, &PatternShare)],
+        size: f64,
+    ) -> (NumericFormat, Option<NumericFormat>) {
+        let mut sizes: Vec<(f64, NumericFormat)> = measured
             .iter()
-            .zip(&self.shares)
-            .skip(1)
-            .filter(|(_, s)| s.values() >= 1.0)
             .map(|(f, s)| (s.pattern_size(), *f))
             .collect();
         sizes.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -349,11 +415,7 @@ impl FormatShapes {
             .find(|(p, _)| *p <= size)
             .map_or(self.formats[0], |(_, f)| *f);
         let above = sizes.iter().find(|(p, _)| *p > size).map(|(_, f)| *f);
-        FormatIdentity::Unseen {
-            nearest,
-            log_ratio,
-            between: (below, above),
-        }
+        (below, above)
     }
 }
 
@@ -418,7 +480,7 @@ mod tests {
         );
         let line = unseen.nearest_known();
         assert!(
-            line.starts_with("q8_0 (int8) by size only") && line.contains("no reference covers"),
+            line == "none: a format no reference covers (unlike q8_0 (int8))",
             "{line}"
         );
     }

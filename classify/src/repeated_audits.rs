@@ -26,6 +26,10 @@ pub struct AuditTally {
     pub verdicts: BTreeMap<String, usize>,
     /// Per claimed dimension, status → audits that ended so.
     pub dimensions: Vec<(Dimension, BTreeMap<String, usize>)>,
+    /// Per claimed dimension, what the audits named as nearest (`unseen` for a format no
+    /// reference covers) → audits that named it.
+    #[serde(default)]
+    pub nearest: Vec<(Dimension, BTreeMap<String, usize>)>,
     pub mean_queries: f64,
     pub max_queries: usize,
     pub mean_output_tokens: f64,
@@ -46,6 +50,18 @@ impl AuditTally {
             .and_then(|(_, s)| s.get(status).copied())
             .unwrap_or(0)
     }
+}
+
+/// One more audit with `key` on dimension `d`.
+fn count(tally: &mut Vec<(Dimension, BTreeMap<String, usize>)>, d: Dimension, key: &str) {
+    let at = match tally.iter().position(|(x, _)| *x == d) {
+        Some(at) => at,
+        None => {
+            tally.push((d, BTreeMap::new()));
+            tally.len() - 1
+        }
+    };
+    *tally[at].1.entry(key.to_string()).or_default() += 1;
 }
 
 /// `audits` audits of the same target, the i-th asking its answers in the order a generator
@@ -69,6 +85,7 @@ pub fn repeat_audits<'v>(
         answers: records.len(),
         verdicts: BTreeMap::new(),
         dimensions: Vec::new(),
+        nearest: Vec::new(),
         mean_queries: 0.0,
         max_queries: 0,
         mean_output_tokens: 0.0,
@@ -85,17 +102,9 @@ pub fn repeat_audits<'v>(
             .entry(report.verdict.name().to_string())
             .or_default() += 1;
         for d in &report.dimensions {
-            let at = match tally.dimensions.iter().position(|(x, _)| *x == d.dimension) {
-                Some(at) => at,
-                None => {
-                    tally.dimensions.push((d.dimension, BTreeMap::new()));
-                    tally.dimensions.len() - 1
-                }
-            };
-            *tally.dimensions[at]
-                .1
-                .entry(d.status.name().to_string())
-                .or_default() += 1;
+            let named = if d.unseen { "unseen" } else { &d.nearest };
+            count(&mut tally.dimensions, d.dimension, d.status.name());
+            count(&mut tally.nearest, d.dimension, named);
         }
         tally.mean_queries += report.queries as f64 / audits as f64;
         tally.max_queries = tally.max_queries.max(report.queries);

@@ -50,6 +50,18 @@ pub fn audits<R: AsRef<str>>(
     serde_json::from_str(&r.stdout).unwrap()
 }
 
+/// How many of `hspi verify --audits N --json`'s audits named `value` as nearest on `dimension`
+/// (`unseen`: a format no reference covers).
+pub fn named(verify: &serde_json::Value, dimension: &str, value: &str) -> u64 {
+    verify["nearest"]
+        .as_array()
+        .expect("a verify tally names the nearest values")
+        .iter()
+        .find(|d| d[0] == dimension)
+        .and_then(|d| d[1][value].as_u64())
+        .unwrap_or(0)
+}
+
 /// How many of `hspi verify --audits N --json`'s audits gave `status` on `dimension`.
 pub fn tally(verify: &serde_json::Value, dimension: &str, status: &str) -> u64 {
     verify["dimensions"]

@@ -39,16 +39,6 @@ fn audit(pack: &Path, base: &str, out: &Path, extra: &[&str]) -> (i32, serde_jso
     (r.code, report, r.stderr)
 }
 
-fn format_verdict(report: &serde_json::Value) -> String {
-    report["evidence"]["verification"]["dimensions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["dimension"] == "format")
-        .map(|d| d["status"].as_str().unwrap().to_string())
-        .unwrap_or_else(|| panic!("no format dimension: {report}"))
-}
-
 fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     report["contract"]
         .as_array()

@@ -4,6 +4,7 @@ pub mod fake;
 pub mod llama;
 pub mod proxy;
 pub mod torch_host;
+pub mod vllm;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -48,6 +49,17 @@ pub fn audits<R: AsRef<str>>(
     let r = run(&args);
     assert_eq!(r.code, 0, "{}", r.stderr);
     serde_json::from_str(&r.stdout).unwrap()
+}
+
+/// The format dimension's status in an audit report (`hspi audit --json`).
+pub fn format_verdict(report: &serde_json::Value) -> String {
+    report["evidence"]["verification"]["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["dimension"] == "format")
+        .map(|d| d["status"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no format dimension: {report}"))
 }
 
 /// How many of `hspi verify --audits N --json`'s audits named `value` as nearest on `dimension`

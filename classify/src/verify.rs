@@ -154,6 +154,10 @@ pub struct QueryEvidence {
     pub posterior: Vec<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub integrity: Vec<String>,
+    /// The format's own log-likelihood ratio after this answer (best format off the claim
+    /// against the claimed one), where the format is weighed on evidence of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format_llr: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,6 +175,10 @@ pub struct VerifyReport {
     pub log_likelihood_ratio: f64,
     /// (mismatch at or above, consistent at or below)
     pub thresholds: (f64, f64),
+    /// The format's own thresholds (mismatch at or above, consistent at or below), where the
+    /// format is weighed on evidence of its own (`QueryEvidence::format_llr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format_thresholds: Option<(f64, f64)>,
     pub queries: usize,
     pub output_tokens: u64,
     /// How the endpoint showed its answers, when not as exact logprobs ("logprobs rounded to
@@ -472,6 +480,7 @@ impl<'a> Verifier<'a> {
                 .map(|v| v.exp())
                 .collect(),
             integrity: broken.iter().map(|s| s.to_string()).collect(),
+            format_llr: self.formats.as_ref().and(self.format_llr()),
         });
         self.verdict = self.decide();
         self.verdict.as_ref()
@@ -1145,6 +1154,11 @@ impl<'a> Verifier<'a> {
             confidence,
             log_likelihood_ratio: llr,
             thresholds: (accuse, accept),
+            format_thresholds: self
+                .formats
+                .as_ref()
+                .and(self.format_llr())
+                .map(|_| (self.format_accuse(), accept)),
             queries: self.evidence.len(),
             output_tokens: self.tokens,
             evidence: self.evidence,
@@ -1167,6 +1181,7 @@ mod tests {
             confidence: 0.5,
             log_likelihood_ratio: 0.0,
             thresholds: (4.6, -4.6),
+            format_thresholds: None,
             queries: 8,
             output_tokens: 64,
             presentation: None,

@@ -438,10 +438,16 @@ fn verify_summary(v: &VerifyReport) -> Summary {
         ),
         None => finding,
     };
+    // A probability the verdict is right exists for a decision held to the error targets; an
+    // unknown platform or an inconclusive verdict decided nothing to be sure of.
+    let decided = matches!(
+        v.verdict,
+        Verdict::Consistent | Verdict::Mismatch { .. } | Verdict::Tampered { .. }
+    );
     Summary {
         finding,
         verdict: v.verdict.name().into(),
-        confidence: Some(v.confidence),
+        confidence: decided.then_some(v.confidence),
         next_step,
     }
 }

@@ -189,23 +189,35 @@ pub fn posterior_chart(v: &VerifyReport) -> Option<Chart> {
     ))
 }
 
-/// Each query's log-likelihood ratio (bars) and the running total against the thresholds.
+/// Each query's log-likelihood ratio (bars) and the running total against the thresholds; where
+/// the format is weighed on evidence of its own, its running ratio and thresholds too (the
+/// format can be decided while the platform classes are not, and the other way round).
 pub fn evidence_chart(v: &VerifyReport) -> Option<Chart> {
     let n = v.evidence.len();
     if n == 0 {
         return None;
     }
     let (hi_t, lo_t) = v.thresholds;
+    let format: Option<((f64, f64), Vec<f64>)> = v.format_thresholds.and_then(|t| {
+        let values: Option<Vec<f64>> = v.evidence.iter().map(|e| e.format_llr).collect();
+        values.map(|values| (t, values))
+    });
+    let extra: Vec<f64> = format
+        .iter()
+        .flat_map(|((hi, lo), values)| values.iter().copied().chain([*hi, *lo]))
+        .collect();
     let hi = v
         .evidence
         .iter()
         .map(|e| e.cumulative_llr.max(e.llr))
+        .chain(extra.iter().copied())
         .fold(hi_t, f64::max)
         + 0.5;
     let lo = v
         .evidence
         .iter()
         .map(|e| e.cumulative_llr.min(e.llr))
+        .chain(extra.iter().copied())
         .fold(lo_t, f64::min)
         - 0.5;
     let mut body = axes("query", "log-likelihood ratio (nats, alternative vs claim)");
@@ -226,17 +238,38 @@ pub fn evidence_chart(v: &VerifyReport) -> Option<Chart> {
         let color = if e.llr > 0.0 { "#d62728" } else { "#2ca02c" };
         body.push_str(&format!(r#"<rect x="{x:.1}" y="{top:.1}" width="{bw:.1}" height="{h:.1}" fill="{color}" opacity="0.6"/>"#));
     }
-    let pts: Vec<String> = v
-        .evidence
-        .iter()
-        .enumerate()
-        .map(|(i, e)| format!("{:.1},{:.1}", bx(i), sy(e.cumulative_llr, lo, hi)))
-        .collect();
-    body.push_str(&format!(
-        r##"<polyline fill="none" stroke="#000" stroke-width="2" points="{}"/>"##,
-        pts.join(" ")
-    ));
-    for (t, label) in [(hi_t, "mismatch"), (lo_t, "consistent")] {
+    let line = |values: &[f64], style: &str| {
+        let pts: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("{:.1},{:.1}", bx(i), sy(*v, lo, hi)))
+            .collect();
+        format!(
+            r#"<polyline fill="none" {style} stroke-width="2" points="{}"/>"#,
+            pts.join(" ")
+        )
+    };
+    let classes: Vec<f64> = v.evidence.iter().map(|e| e.cumulative_llr).collect();
+    body.push_str(&line(&classes, r##"stroke="#000""##));
+    let mut thresholds = vec![
+        (hi_t, "mismatch".to_string()),
+        (lo_t, "consistent".to_string()),
+    ];
+    let mut legend = vec![("#000", "platform classes")];
+    if let Some(((f_hi, f_lo), values)) = &format {
+        body.push_str(&line(
+            values,
+            r##"stroke="#1f77b4" stroke-dasharray="6 3""##,
+        ));
+        legend.push(("#1f77b4", "format"));
+        if (f_hi - hi_t).abs() > 1e-9 {
+            thresholds.push((*f_hi, "format mismatch".to_string()));
+        }
+        if (f_lo - lo_t).abs() > 1e-9 {
+            thresholds.push((*f_lo, "format consistent".to_string()));
+        }
+    }
+    for (t, label) in thresholds {
         let y = sy(t, lo, hi);
         body.push_str(&format!(
             r##"<line x1="{PAD}" y1="{y:.1}" x2="{r}" y2="{y:.1}" stroke="#555" stroke-dasharray="4 3"/><text x="{tx}" y="{ty:.1}" font-size="11" text-anchor="end">{label}</text>"##,
@@ -245,10 +278,25 @@ pub fn evidence_chart(v: &VerifyReport) -> Option<Chart> {
             ty = y - 3.0
         ));
     }
-    Some(frame("Per-query evidence and running total", &body, H))
+    if legend.len() > 1 {
+        for (k, (color, name)) in legend.iter().enumerate() {
+            body.push_str(&format!(
+                r#"<rect x="{x}" y="{y}" width="10" height="10" fill="{color}"/><text x="{tx}" y="{ty}" font-size="11">{name}</text>"#,
+                x = PAD + 8.0,
+                y = 8.0 + 14.0 * k as f64,
+                tx = PAD + 22.0,
+                ty = 17.0 + 14.0 * k as f64
+            ));
+        }
+    }
+    let title = if legend.len() > 1 {
+        "Per-query evidence and running totals: platform classes and format"
+    } else {
+        "Per-query evidence and running total"
+    };
+    Some(frame(title, &body, H))
 }
 
-/// Accuracy against queries per decision: hspi, the HSPI baseline and random guessing.
 pub fn accuracy_chart(e: &EvalReport) -> Option<Chart> {
     let pts = &e.hspi.by_queries.points;
     let n = pts.len();

@@ -424,7 +424,11 @@ fn verify_summary(v: &VerifyReport) -> Summary {
         ),
         Verdict::Inconclusive { reason } => (
             format!("The evidence did not suffice for a verdict: {reason}."),
-            "Audit again with a larger budget (--max-queries, --max-tokens-total).".to_string(),
+            if v.dimensions.iter().any(|d| d.unseen) {
+                "Ask the provider which format or quantisation scheme serves the model, add a reference for it to the pack (hspi pack build --reference-endpoint) and audit again; a larger budget will not decide it.".to_string()
+            } else {
+                "Audit again with a larger budget (--max-queries, --max-tokens-total).".to_string()
+            },
         ),
         Verdict::Tampered { reason } => (
             format!("The answers were altered after they were computed: {reason}."),

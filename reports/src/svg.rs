@@ -3,7 +3,7 @@
 
 use hspi_classify::dimension_verdict::DimensionStatus;
 use hspi_classify::evaluate::EvalReport;
-use hspi_classify::verify::VerifyReport;
+use hspi_classify::verify::{Verdict, VerifyReport};
 use hspi_classify::Identification;
 use hspi_datasets::Dimension;
 
@@ -182,11 +182,16 @@ pub fn posterior_chart(v: &VerifyReport) -> Option<Chart> {
             ty = 17.0 + 14.0 * k as f64
         ));
     }
-    Some(frame(
-        "Posterior over platforms against queries spent",
-        &body,
-        H,
-    ))
+    // The posterior is relative to the known classes: where the answers fit none of them (an
+    // unknown platform, a format no reference covers), the chart must not read as a naming.
+    let fits_none = matches!(v.verdict, Verdict::UnknownPlatform { .. })
+        || v.dimensions.iter().any(|d| d.unseen);
+    let title = if fits_none {
+        "Posterior among the known platforms only (the answers fit none of them) against queries spent"
+    } else {
+        "Posterior over platforms against queries spent"
+    };
+    Some(frame(title, &body, H))
 }
 
 /// Each query's log-likelihood ratio (bars) and the running total against the thresholds; where
@@ -261,7 +266,15 @@ pub fn evidence_chart(v: &VerifyReport) -> Option<Chart> {
             values,
             r##"stroke="#1f77b4" stroke-dasharray="6 3""##,
         ));
-        legend.push(("#1f77b4", "format"));
+        // Where the answers are a format no reference covers, the ratio weighs sizes only.
+        legend.push((
+            "#1f77b4",
+            if v.dimensions.iter().any(|d| d.unseen) {
+                "format, by size only (the answers carry no known format's pattern)"
+            } else {
+                "format"
+            },
+        ));
         if (f_hi - hi_t).abs() > 1e-9 {
             thresholds.push((*f_hi, "format mismatch".to_string()));
         }

@@ -65,23 +65,12 @@ fn collect(url: &str, quant: &str, probes: &Path, out: &Path) -> f64 {
 /// a fresh draw into a directory of its own.
 fn pack_audit_seconds(base: &str, quant: &str, tmp: &Path) -> Vec<f64> {
     let pack = common::shipped_pack();
-    let url = format!("{base}/v1/chat/completions");
     (0..5)
         .map(|i| {
             let out = tmp.join(format!("pack-audit-{quant}-{i}"));
             let started = Instant::now();
-            let r = common::run(&[
-                "audit",
-                "--endpoint",
-                &url,
-                "--pack",
-                pack.to_str().unwrap(),
-                "--claim",
-                "*/llamacpp/f16/*",
-                "--out",
-                out.to_str().unwrap(),
-            ]);
-            assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+            let (code, _, stderr) = common::pack_audit(&pack, base, "*/llamacpp/f16/*", &out, &[]);
+            assert!(code == 0 || code == 1, "{stderr}");
             started.elapsed().as_secs_f64()
         })
         .collect()

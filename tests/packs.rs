@@ -15,28 +15,25 @@ use common::*;
 
 const CLAIM: &str = "*/llamacpp/f16/*";
 
-/// `hspi audit --pack` against `base`'s chat endpoint; the report as JSON and the exit code.
+/// `hspi audit --pack` of `base` claiming F16, retrying what a flaky proxy fails.
 fn audit(pack: &Path, base: &str, out: &Path, extra: &[&str]) -> (i32, serde_json::Value, String) {
-    let url = format!("{base}/v1/chat/completions");
-    let mut args = vec![
-        "audit",
-        "--endpoint",
-        &url,
-        "--pack",
-        pack.to_str().unwrap(),
-        "--claim",
-        CLAIM,
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-        "--retries",
-        "8",
-    ];
+    let mut args = vec!["--retries", "8"];
     args.extend_from_slice(extra);
-    let r = run(&args);
-    let report = serde_json::from_str(&r.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{}\n{}", r.stdout, r.stderr));
-    (r.code, report, r.stderr)
+    pack_audit(pack, base, CLAIM, out, &args)
+}
+
+/// Every generated token of a chat answer (`choices[].logprobs.content[]`).
+fn tokens(answer: &mut serde_json::Value) -> impl Iterator<Item = &mut serde_json::Value> {
+    answer["choices"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| {
+            c["logprobs"]["content"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+        })
 }
 
 fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
@@ -92,16 +89,10 @@ fn one_command_audits_with_a_pack_decide_the_claim_and_check_the_contract() {
         Proxy::start(
             upstream,
             Box::new(|_, v| {
-                for c in v["choices"].as_array_mut().into_iter().flatten() {
-                    for t in c["logprobs"]["content"]
-                        .as_array_mut()
-                        .into_iter()
-                        .flatten()
-                    {
-                        t.as_object_mut().unwrap().remove("id");
-                        for alt in t["top_logprobs"].as_array_mut().into_iter().flatten() {
-                            alt.as_object_mut().unwrap().remove("id");
-                        }
+                for t in tokens(v) {
+                    t.as_object_mut().unwrap().remove("id");
+                    for alt in t["top_logprobs"].as_array_mut().into_iter().flatten() {
+                        alt.as_object_mut().unwrap().remove("id");
                     }
                 }
                 None
@@ -146,15 +137,9 @@ fn one_command_audits_with_a_pack_decide_the_claim_and_check_the_contract() {
     let one_alternative = Proxy::start(
         &f16.url,
         Box::new(|_, v| {
-            for c in v["choices"].as_array_mut().into_iter().flatten() {
-                for t in c["logprobs"]["content"]
-                    .as_array_mut()
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(top) = t["top_logprobs"].as_array_mut() {
-                        top.truncate(1);
-                    }
+            for t in tokens(v) {
+                if let Some(top) = t["top_logprobs"].as_array_mut() {
+                    top.truncate(1);
                 }
             }
             None
@@ -189,26 +174,15 @@ fn one_command_audits_with_a_pack_decide_the_claim_and_check_the_contract() {
         .map(|q| (q.to_lowercase(), start("avx2", q)))
         .collect();
     let endpoint_pack = tmp.path().join("endpoint-pack");
-    let mut args = vec![
-        "pack".to_string(),
-        "build".into(),
-        "--model".into(),
-        "smollm2".into(),
-        "--count".into(),
-        "32".into(),
-        "--out".into(),
-        endpoint_pack.display().to_string(),
-    ];
-    for (format, server) in &trusted {
-        args.extend([
-            "--reference-endpoint".into(),
-            format!("{}/v1/chat/completions", server.url),
-            "--label".into(),
-            format!("remote-trusted/llamacpp-11434/{format}/bs1"),
-        ]);
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let built = ok(&args);
+    let endpoints: Vec<(&str, String)> = trusted
+        .iter()
+        .map(|(format, server)| {
+            let label = format!("remote-trusted/llamacpp-11434/{format}/bs1");
+            (server.url.as_str(), label)
+        })
+        .collect();
+    let built = pack_from_endpoints(&endpoint_pack, 32, &endpoints);
+    assert_eq!(built.code, 0, "{}", built.stderr);
     assert!(
         built.stdout.contains("trusted endpoint"),
         "{}",

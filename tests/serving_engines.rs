@@ -304,33 +304,28 @@ fn with_the_engines_in_the_atlas_batched_answers_name_their_hardware_and_engine(
     );
 }
 
-/// `hspi verify --audits 200 --json` over several datasets of one served platform.
-fn audits_over(
+/// [`audits_over`] of `served` claimed as `claim` (a format), its tally kept as a line of `table`.
+fn tallied(
+    table: &mut Vec<String>,
+    what: &str,
     classifier: &std::path::Path,
     refs: &[PathBuf],
     served: &[PathBuf],
     claim: &str,
-    max_tokens: u64,
+    tokens: u64,
 ) -> serde_json::Value {
-    let tokens = max_tokens.to_string();
-    let mut args = vec!["verify"];
-    args.extend(strs(served));
-    args.extend([
-        "--json",
-        "--classifier",
-        classifier.to_str().unwrap(),
-        "--claim",
-        claim,
-        "--audits",
-        "200",
-        "--max-tokens-total",
-        &tokens,
-        "--references",
-    ]);
-    args.extend(strs(refs));
-    let r = run(&args);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    serde_json::from_str(&r.stdout).unwrap()
+    let t = audits_over(
+        classifier,
+        &strs(refs),
+        served,
+        &format!("*/*/{claim}/*"),
+        tokens,
+    );
+    table.push(format!(
+        "{what} claimed {claim} within {tokens} tokens: {} named {}",
+        t["dimensions"], t["nearest"]
+    ));
+    t
 }
 
 /// vLLM as the provider, audited with the shipped SmolLM2 pack (llama.cpp's references only, no
@@ -353,18 +348,17 @@ fn the_shipped_pack_decides_vllms_formats() {
     };
     let mut table = Vec::new();
     let mut check = |variant: &str, claim: &str, tokens: u64| {
-        let t = audits_over(
+        let served = answers(variant);
+        let what = format!("vLLM {variant}");
+        tallied(
+            &mut table,
+            &what,
             &classifier,
             &refs,
-            &answers(variant),
-            &format!("*/*/{claim}/*"),
+            &served,
+            claim,
             tokens,
-        );
-        table.push(format!(
-            "vLLM {variant} claimed {claim} within {tokens} tokens: {} named {}",
-            t["dimensions"], t["nearest"]
-        ));
-        t
+        )
     };
     // fp32 claimed f32: never accused, consistent in >= 95 % (measured 198 of 200, 99.5
     // output tokens on average, with the default budget of 256).
@@ -425,18 +419,16 @@ fn vllm_references_decide_llama_cpps_formats() {
                 .collect()
         };
         let mut check = |format: &str, claim: &str, tokens: u64| {
-            let t = audits_over(
+            let what = format!("llama.cpp {isa} {format}");
+            tallied(
+                &mut table,
+                &what,
                 &model,
                 &refs,
                 &served(format),
-                &format!("*/*/{claim}/*"),
+                claim,
                 tokens,
-            );
-            table.push(format!(
-                "llama.cpp {isa} {format} claimed {claim} within {tokens} tokens: {} named {}",
-                t["dimensions"], t["nearest"]
-            ));
-            t
+            )
         };
         // F32 claimed f32: consistent (measured 200 of 200).
         let t = check("f32", "f32", 256);

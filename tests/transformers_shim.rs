@@ -78,21 +78,6 @@ impl Drop for Shim {
     }
 }
 
-/// probe id -> record, of one dataset.
-fn records(dir: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let mut out = std::collections::BTreeMap::new();
-    for shard in std::fs::read_dir(dir.join("records")).unwrap() {
-        for line in std::fs::read_to_string(shard.unwrap().path())
-            .unwrap()
-            .lines()
-        {
-            let r: serde_json::Value = serde_json::from_str(line).unwrap();
-            out.insert(r["probe_id"].as_str().unwrap().to_string(), r);
-        }
-    }
-    out
-}
-
 fn collect(base: &str, label: &str, out: &Path, extra: &[&str]) {
     let probes = atlas("llama-xeon-avx512").join("avx2-f16-unseen/probes.json");
     let r = llama::collect_with(base, label, probes.to_str().unwrap(), out, extra);
@@ -119,10 +104,10 @@ fn the_transformers_shim_serves_hspi_as_an_openai_endpoint() {
         &["--concurrency", "8"],
     );
 
-    let (alone, batched) = (records(&alone), records(&batched));
-    let llama = records(&atlas("llama-xeon-avx512").join("avx2-f16-unseen"));
+    let (alone, batched) = (records_by_probe(&alone), records_by_probe(&batched));
+    let llama = records_by_probe(&atlas("llama-xeon-avx512").join("avx2-f16-unseen"));
     let committed_dir = atlas("transformers-cpu").join("f16-sdpa-unseen");
-    let committed = records(&committed_dir);
+    let committed = records_by_probe(&committed_dir);
     assert_eq!(alone.len(), 20);
     let mut same_text = 0;
     for (id, r) in &alone {

@@ -14,47 +14,10 @@ use common::torch_host::TorchHost;
 use common::vllm::{python, Vllm};
 use common::*;
 
-/// probe id -> record of a dataset.
-fn records(dir: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let mut out = std::collections::BTreeMap::new();
-    for shard in std::fs::read_dir(dir.join("records")).unwrap() {
-        for line in std::fs::read_to_string(shard.unwrap().path())
-            .unwrap()
-            .lines()
-        {
-            let r: serde_json::Value = serde_json::from_str(line).unwrap();
-            out.insert(r["probe_id"].as_str().unwrap().to_string(), r);
-        }
-    }
-    out
-}
-
-/// `hspi audit` of `base`'s chat endpoint with `pack`; the exit code and the JSON report.
-fn audit(
-    pack: &Path,
-    base: &str,
-    claim: &str,
-    out: &Path,
-    extra: &[&str],
-) -> (i32, serde_json::Value) {
-    let url = format!("{base}/v1/chat/completions");
-    let mut args = vec![
-        "audit",
-        "--endpoint",
-        &url,
-        "--pack",
-        pack.to_str().unwrap(),
-        "--claim",
-        claim,
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    let r = run(&args);
-    let report = serde_json::from_str(&r.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{}\n{}", r.stdout, r.stderr));
-    (r.code, report)
+/// `hspi audit` of `base` with `pack`: the exit code and the JSON report.
+fn audit(pack: &Path, base: &str, claim: &str, out: &Path) -> (i32, serde_json::Value) {
+    let (code, report, _) = pack_audit(pack, base, claim, out, &[]);
+    (code, report)
 }
 
 #[test]
@@ -73,10 +36,10 @@ fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_refer
         &[],
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stderr, f32.log_tail());
-    let answers = records(&collected);
-    let llama = records(&atlas("llama-xeon-avx512").join("avx2-f16-unseen"));
+    let answers = records_by_probe(&collected);
+    let llama = records_by_probe(&atlas("llama-xeon-avx512").join("avx2-f16-unseen"));
     let committed_dir = atlas("vllm-cpu").join("f32-unseen");
-    let committed = records(&committed_dir);
+    let committed = records_by_probe(&committed_dir);
     assert_eq!(answers.len(), 20);
     for (id, r) in &answers {
         let steps = r["outputs"]["steps"].as_array().unwrap();
@@ -117,10 +80,10 @@ fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_refer
     // as int8 caught within 64 output tokens (200 seeded audits of the atlas:
     // tests/serving_engines.rs).
     let pack = shipped_pack();
-    let (code, r) = audit(&pack, &f32.url, "*/*/f32/*", &tmp.path().join("f32"), &[]);
+    let (code, r) = audit(&pack, &f32.url, "*/*/f32/*", &tmp.path().join("f32"));
     assert_ne!(code, 1, "honest fp32 accused: {r}");
     assert_ne!(format_verdict(&r), "mismatch", "{r}");
-    let (code, r) = audit(&pack, &f32.url, "*/*/int8/*", &tmp.path().join("int8"), &[]);
+    let (code, r) = audit(&pack, &f32.url, "*/*/int8/*", &tmp.path().join("int8"));
     assert_eq!(code, 1, "fp32 sold as int8 is a mismatch: {r}");
     assert_eq!(format_verdict(&r), "mismatch", "{r}");
     assert!(r["spent"]["output_tokens"].as_u64().unwrap() <= 64, "{r}");
@@ -137,25 +100,12 @@ fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_refer
     // vLLM as the trusted reference: a pack from its fp32 and bf16 endpoints audits llama.cpp.
     let bf16 = Vllm::start("bfloat16");
     let vllm_pack = tmp.path().join("vllm-pack");
-    let mut args = vec![
-        "pack".to_string(),
-        "build".into(),
-        "--model".into(),
-        "smollm2".into(),
-        "--count".into(),
-        "24".into(),
-        "--out".into(),
-        vllm_pack.display().to_string(),
-    ];
-    for (server, format) in [(&f32, "f32"), (&bf16, "bf16")] {
-        args.extend([
-            "--reference-endpoint".into(),
-            format!("{}/v1/chat/completions", server.url),
-            "--label".into(),
-            format!("remote-trusted/vllm-0.32.0/{format}/bs1"),
-        ]);
-    }
-    let built = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let built = pack_from_endpoints(
+        &vllm_pack,
+        24,
+        &[(&f32.url, "f32"), (&bf16.url, "bf16")]
+            .map(|(url, f)| (url.as_str(), format!("remote-trusted/vllm-0.32.0/{f}/bs1"))),
+    );
     assert_eq!(built.code, 0, "{}\n{}", built.stderr, bf16.log_tail());
     drop((f32, bf16));
     let (llama_f32, llama_q8) = (start("avx2", "F32"), start("avx2", "Q8_0"));
@@ -164,7 +114,6 @@ fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_refer
         &llama_f32.url,
         "*/*/f32/*",
         &tmp.path().join("llama-f32"),
-        &[],
     );
     assert_ne!(code, 1, "llama.cpp F32 accused by vLLM's references: {r}");
     assert_ne!(format_verdict(&r), "mismatch", "{r}");
@@ -173,7 +122,6 @@ fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_refer
         &llama_q8.url,
         "*/*/f32/*",
         &tmp.path().join("llama-q8"),
-        &[],
     );
     assert_eq!(code, 1, "llama.cpp Q8_0 sold as f32 is a mismatch: {r}");
     assert_eq!(format_verdict(&r), "mismatch", "{r}");

@@ -100,18 +100,24 @@ pub fn shown(d: Dimension, p: &Platform) -> String {
     }
 }
 
+/// The formats of the known classes a family covers, sorted (`int8`: `q8_0`).
+pub fn family_members(family: FormatFamily, classes: &[ClassLabel]) -> Vec<String> {
+    let mut covered: Vec<String> = classes
+        .iter()
+        .flat_map(|c| &c.members)
+        .filter(|m| family.covers(m.format))
+        .map(|m| m.format.to_string())
+        .collect();
+    covered.sort();
+    covered.dedup();
+    covered
+}
+
 fn claimed_text(claim: &PlatformPattern, d: Dimension, classes: &[ClassLabel]) -> String {
     let field = claim.get(d).unwrap_or("*").to_string();
     match (d, claim.format_family()) {
         (Dimension::Format, Some(family)) => {
-            let mut covered: Vec<String> = classes
-                .iter()
-                .flat_map(|c| &c.members)
-                .filter(|m| family.covers(m.format))
-                .map(|m| m.format.to_string())
-                .collect();
-            covered.sort();
-            covered.dedup();
+            let covered = family_members(family, classes);
             if covered.is_empty() {
                 format!("{field} (covers no known class)")
             } else if covered == [field.clone()] {
@@ -143,7 +149,9 @@ pub fn dimension_llr(
     llr_between(&on_claim(claim, d, classes), cumulative)
 }
 
-fn llr_between(on: &[bool], cumulative: &[f64]) -> Option<f64> {
+/// The best score of a class off the claim (`on` false) against the best on it; None unless
+/// there are both.
+pub fn llr_between(on: &[bool], cumulative: &[f64]) -> Option<f64> {
     let best = |want: bool| {
         on.iter()
             .zip(cumulative)

@@ -10,7 +10,8 @@ use hspi_datasets::{Dimension, Outputs, PlatformPattern, Presentation, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::dimension_verdict::{
-    dimension_llr, dimension_verdicts, on_claim, DimensionVerdict, FormatDecision, Thresholds,
+    dimension_llr, dimension_verdicts, family_members, llr_between, on_claim, DimensionVerdict,
+    FormatDecision, Thresholds,
 };
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
@@ -446,15 +447,8 @@ impl<'a> Verifier<'a> {
                 *t += v;
             }
             let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
-            let best = |want: bool| {
-                on.iter()
-                    .zip(scores)
-                    .filter(|(o, _)| **o == want)
-                    .map(|(_, v)| *v)
-                    .fold(f64::NEG_INFINITY, f64::max)
-            };
-            if on.contains(&true) && on.contains(&false) {
-                self.format_claim += best(false) - best(true);
+            if let Some(v) = llr_between(&on, scores) {
+                self.format_claim += v;
             }
         }
         let before = self.llr();
@@ -559,24 +553,31 @@ impl<'a> Verifier<'a> {
         (method, ll, format_ll)
     }
 
-    /// Add an answer the format evidence weighs to the format shapes: against each format's
-    /// reference, both shown as the endpoint shows its answers.
-    fn add_shapes(&mut self, record: &Record, shown: Presentation) {
-        let (Some(formats), Some(shapes)) = (&self.formats, &mut self.shapes) else {
-            return;
-        };
-        let answer = View::of(&record.outputs).shown(shown);
-        let views: Vec<Option<View>> = self
-            .refs
+    /// The references' answers to this record's probe (in the spec's order), shown as the
+    /// endpoint shows its answers.
+    fn references_shown(&self, record: &Record, shown: Presentation) -> Vec<Option<View>> {
+        self.refs
             .views(&record.probe_id, &self.model.spec.references)
             .into_iter()
             .map(|v| v.map(|v| v.shown(shown)))
-            .collect();
+            .collect()
+    }
+
+    /// Add an answer the format evidence weighs to the format shapes: against each format's
+    /// reference, both shown as the endpoint shows its answers.
+    fn add_shapes(&mut self, record: &Record, shown: Presentation) {
+        let Some(formats) = &self.formats else {
+            return;
+        };
+        let answer = View::of(&record.outputs).shown(shown);
+        let views = self.references_shown(record, shown);
         let by_format: Vec<Option<&View>> = formats
             .reference_indices()
             .map(|i| views.get(i).and_then(Option::as_ref))
             .collect();
-        shapes.add(&answer, &by_format);
+        if let Some(shapes) = &mut self.shapes {
+            shapes.add(&answer, &by_format);
+        }
     }
 
     /// What the answers' format is, as far as the format evidence and the shapes tell: None
@@ -613,19 +614,9 @@ impl<'a> Verifier<'a> {
         if identity.firmly().is_some_and(|f| !family.covers(f)) {
             return None;
         }
-        let mut members: Vec<String> = self
-            .model
-            .classes
-            .iter()
-            .flat_map(|c| &c.members)
-            .filter(|m| family.covers(m.format))
-            .map(|m| m.format.to_string())
-            .collect();
-        members.sort();
-        members.dedup();
         Some(format!(
             "the answers are not {} (the {family} hspi has references for) but {}: hspi cannot tell whether they are another {family} scheme without a reference for it",
-            members.join(" or "),
+            family_members(family, &self.model.classes).join(" or "),
             identity.describe()
         ))
     }
@@ -648,12 +639,7 @@ impl<'a> Verifier<'a> {
             }
             View::Logits(_) => 0.0,
         };
-        let views: Vec<Option<View>> = self
-            .refs
-            .views(&record.probe_id, &self.model.spec.references)
-            .into_iter()
-            .map(|v| v.map(|v| v.shown(shown)))
-            .collect();
+        let views = self.references_shown(record, shown);
         let scores = formats.score(&answer, &views, FORMAT_CAP, 2.0 * rounding)?;
         Some(formats.class_scores(&scores, &self.model.classes))
     }

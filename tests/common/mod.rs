@@ -30,10 +30,21 @@ pub fn audits<R: AsRef<str>>(
     claim: &str,
     max_tokens: u64,
 ) -> serde_json::Value {
+    audits_over(classifier, refs, &[served], claim, max_tokens)
+}
+
+/// [`audits`] over the answers of several datasets of one served platform.
+pub fn audits_over<R: AsRef<str>, P: AsRef<Path>>(
+    classifier: &Path,
+    refs: &[R],
+    served: &[P],
+    claim: &str,
+    max_tokens: u64,
+) -> serde_json::Value {
     let tokens = max_tokens.to_string();
-    let mut args = vec![
-        "verify",
-        served.to_str().unwrap(),
+    let mut args = vec!["verify"];
+    args.extend(served.iter().map(|p| p.as_ref().to_str().unwrap()));
+    args.extend([
         "--json",
         "--classifier",
         classifier.to_str().unwrap(),
@@ -44,11 +55,79 @@ pub fn audits<R: AsRef<str>>(
         "--max-tokens-total",
         &tokens,
         "--references",
-    ];
+    ]);
     args.extend(refs.iter().map(AsRef::as_ref));
     let r = run(&args);
     assert_eq!(r.code, 0, "{}", r.stderr);
     serde_json::from_str(&r.stdout).unwrap()
+}
+
+/// `hspi audit --pack PACK --json` of `base`'s chat endpoint against `claim`: the exit code, the
+/// JSON report and stderr.
+pub fn pack_audit(
+    pack: &Path,
+    base: &str,
+    claim: &str,
+    out: &Path,
+    extra: &[&str],
+) -> (i32, serde_json::Value, String) {
+    let url = format!("{base}/v1/chat/completions");
+    let mut args = vec![
+        "audit",
+        "--endpoint",
+        &url,
+        "--pack",
+        pack.to_str().unwrap(),
+        "--claim",
+        claim,
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let r = run(&args);
+    let report = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{}\n{}", r.stdout, r.stderr));
+    (r.code, report, r.stderr)
+}
+
+/// `hspi pack build` of SmolLM2 from trusted endpoints (`(base URL, platform label)`), `count`
+/// generated prompts, into `out`.
+pub fn pack_from_endpoints(out: &Path, count: usize, endpoints: &[(&str, String)]) -> Run {
+    let mut args = vec![
+        "pack".to_string(),
+        "build".into(),
+        "--model".into(),
+        "smollm2".into(),
+        "--count".into(),
+        count.to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    for (base, label) in endpoints {
+        args.extend([
+            "--reference-endpoint".into(),
+            format!("{base}/v1/chat/completions"),
+            "--label".into(),
+            label.clone(),
+        ]);
+    }
+    run(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// probe id -> record, of one dataset (its shards read as JSON lines, no hspi code).
+pub fn records_by_probe(dir: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut out = std::collections::BTreeMap::new();
+    for shard in std::fs::read_dir(dir.join("records")).unwrap() {
+        for line in std::fs::read_to_string(shard.unwrap().path())
+            .unwrap()
+            .lines()
+        {
+            let r: serde_json::Value = serde_json::from_str(line).unwrap();
+            out.insert(r["probe_id"].as_str().unwrap().to_string(), r);
+        }
+    }
+    out
 }
 
 /// The format dimension's status in an audit report (`hspi audit --json`).

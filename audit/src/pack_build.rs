@@ -1,17 +1,20 @@
 //! Building and extending audit packs: `hspi pack build` runs the engines it can run here (the
-//! llama.cpp build of `.ci/build-llama`, each format made by llama-quantize) and collects from
-//! trusted endpoints; `hspi pack merge` adds platforms collected elsewhere. Both train the
-//! classifier over every reference and reseal the pack.
+//! llama.cpp build of `.ci/build-llama`, each GGUF format made by llama-quantize; hspi's own
+//! engine for the formats serving engines sell, bf16 to NVFP4, as vLLM computes them) and
+//! collects from trusted endpoints; `hspi pack merge` adds platforms collected elsewhere. Both
+//! train the classifier over every reference and reseal the pack.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use hspi_collect::backend::{Backend, CandleCpu};
 use hspi_collect::llama::{LlamaBuild, LlamaServer};
 use hspi_collect::serve::codec::Codec;
 use hspi_collect::session::{EndpointOptions, EndpointSession};
+use hspi_collect::zoo::{Model, ModelId};
 use hspi_collect::NoProgress;
 use hspi_datasets::{
-    manifest::unix_now, Dataset, OpenMode, Platform, ProbeInput, ProbeSet, Record,
+    manifest::unix_now, Dataset, NumericFormat, OpenMode, Platform, ProbeInput, ProbeSet, Record,
 };
 use hspi_pack::{
     copy_tree, dataset_dirs, seal, Pack, PackError, PackManifest, PackModel, PackPlatform,
@@ -34,7 +37,9 @@ pub struct PackBuild<'a> {
     /// The model id: the name endpoints are asked for and local servers answer to.
     pub model: String,
     pub aliases: Vec<String>,
-    /// Formats to run locally through llama.cpp (F32, F16, Q8_0, Q4_0 …).
+    /// Formats to compute here: GGUF formats through llama.cpp (f32, f16, q8_0, q4_0 …), the
+    /// market's schemes through hspi's own engine (bf16, fp8-w8a8, int8-w8a8, int4-w4a16-g64,
+    /// nvfp4-a16, mxfp4 …), router words for every format they cover (fp8, int8, int4, fp4 …).
     pub formats: Vec<String>,
     /// The weights the local formats are made from and the tokenizer counts billing with
     /// (default for smollm2 with --formats: the packaged file).
@@ -50,6 +55,64 @@ pub struct PackBuild<'a> {
     pub out: &'a Path,
     pub force: bool,
     pub command: &'a str,
+}
+
+/// Where a format of `--formats` is computed here.
+#[derive(Debug, Clone, PartialEq)]
+enum LocalFormat {
+    /// A GGUF format, made by llama-quantize and served by llama-server.
+    Llama(String),
+    /// A serving engine's scheme, computed by hspi's own engine (`hspi_collect::scheme`).
+    Hspi(NumericFormat),
+}
+
+/// `--formats` as the engines that compute them: exact formats as given, router words as every
+/// format they cover that an engine here computes (`int8`: llama.cpp's q8_0 and the W8A8
+/// scheme; `int4`: q4_0 and W4A16 at group 64, SmolLM2's widths being no multiple of 128).
+fn local_formats(words: &[String]) -> Result<Vec<LocalFormat>, AuditError> {
+    use LocalFormat::{Hspi, Llama};
+    let mut out = Vec::new();
+    for word in words {
+        let w = word.to_ascii_lowercase();
+        let market = |f: NumericFormat| Hspi(f);
+        let formats: Vec<LocalFormat> = match w.as_str() {
+            "fp32" => vec![Llama("f32".into())],
+            "fp16" => vec![Llama("f16".into())],
+            "fp8" => vec![
+                market(NumericFormat::Fp8W8a16),
+                market(NumericFormat::Fp8W8a8),
+            ],
+            "int8" => vec![Llama("q8_0".into()), market(NumericFormat::Int8W8a8)],
+            "int4" => vec![
+                Llama("q4_0".into()),
+                market(NumericFormat::Int4W4a16 { group: 64 }),
+            ],
+            "fp4" => vec![
+                market(NumericFormat::NvFp4A16),
+                market(NumericFormat::NvFp4W4a4),
+                market(NumericFormat::MxFp4),
+            ],
+            "nvfp4" => vec![
+                market(NumericFormat::NvFp4A16),
+                market(NumericFormat::NvFp4W4a4),
+            ],
+            "fp6" | "mxfp8" => {
+                return Err(AuditError::Usage(format!(
+                    "--formats {word}: no engine here computes a {word} format yet"
+                )))
+            }
+            _ => match w.parse::<NumericFormat>() {
+                Ok(f) if hspi_collect::scheme::for_format(f).is_some() => vec![market(f)],
+                _ => vec![Llama(w.clone())],
+            },
+        };
+        for f in formats {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The trusted endpoints as collection options (the label parsed).
@@ -214,30 +277,53 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
         let gguf = gguf.as_ref().ok_or_else(|| {
             AuditError::Usage("--formats needs --gguf FILE (the weights to requantise)".into())
         })?;
-        let bin = b.llama_bin.clone().unwrap_or_else(LlamaBuild::default_dir);
-        let build = LlamaBuild::at(&bin)?;
+        let local = local_formats(&b.formats)?;
+        let llama: Vec<&String> = local
+            .iter()
+            .filter_map(|f| match f {
+                LocalFormat::Llama(f) => Some(f),
+                LocalFormat::Hspi(_) => None,
+            })
+            .collect();
+        for f in &local {
+            if let LocalFormat::Hspi(format) = f {
+                let (o, server) = hspi_engine(&b, gguf, *format)?;
+                let source = format!(
+                    "hspi's own engine (candle {}, {} as vLLM computes it) serving {}",
+                    hspi_collect::CANDLE_VERSION,
+                    format,
+                    gguf.file_name().unwrap_or_default().to_string_lossy()
+                );
+                collect_platform(&b, &o, &mut sources, source, lines)?;
+                drop(server);
+            }
+        }
         let sha = weights_sha256.clone().unwrap_or_default();
         let quants = work_dir().join(format!("quants-{}", &sha[..12.min(sha.len())]));
-        for format in &b.formats {
-            let file = build.quantize(gguf, format, &quants)?;
-            let server = LlamaServer::start(&build, &file, &b.model)?;
-            let o = EndpointOptions {
-                label: Some(
-                    build
-                        .platform(format)
-                        .parse()
-                        .map_err(hspi_collect::CollectError::from)?,
-                ),
-                ..endpoint_defaults(&server.chat_url(), &b.model)
-            };
-            let source = format!(
-                "local llama-server (llama.cpp {}, {}) serving {} requantised to {}",
-                build.build,
-                build.variant,
-                gguf.file_name().unwrap_or_default().to_string_lossy(),
-                format.to_ascii_uppercase()
-            );
-            collect_platform(&b, &o, &mut sources, source, lines)?;
+        if !llama.is_empty() {
+            let build =
+                LlamaBuild::at(&b.llama_bin.clone().unwrap_or_else(LlamaBuild::default_dir))?;
+            for format in llama {
+                let file = build.quantize(gguf, format, &quants)?;
+                let server = LlamaServer::start(&build, &file, &b.model)?;
+                let o = EndpointOptions {
+                    label: Some(
+                        build
+                            .platform(format)
+                            .parse()
+                            .map_err(hspi_collect::CollectError::from)?,
+                    ),
+                    ..endpoint_defaults(&server.chat_url(), &b.model)
+                };
+                let source = format!(
+                    "local llama-server (llama.cpp {}, {}) serving {} requantised to {}",
+                    build.build,
+                    build.variant,
+                    gguf.file_name().unwrap_or_default().to_string_lossy(),
+                    format.to_ascii_uppercase()
+                );
+                collect_platform(&b, &o, &mut sources, source, lines)?;
+            }
         }
     }
     for o in &endpoints {
@@ -286,6 +372,37 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
         files: BTreeMap::new(),
     };
     finish(b.out, manifest, &sources, &b.pool, lines)
+}
+
+/// hspi's own engine serving the pack's model at `format` on loopback, and how to ask it.
+fn hspi_engine(
+    b: &PackBuild,
+    weights: &Path,
+    format: NumericFormat,
+) -> Result<(EndpointOptions, hspi_collect::serve::ServerHandle), AuditError> {
+    let id = ModelId::parse(&b.model).map_err(|_| {
+        AuditError::Usage(format!(
+            "--formats {format}: hspi's own engine computes the zoo's language models (smollm2), not {}\nhint: collect {format} from an endpoint that serves it (--reference-endpoint URL --label PLATFORM)",
+            b.model
+        ))
+    })?;
+    let model = Model::load(id, Some(weights))?;
+    let platform = CandleCpu
+        .platforms(id)?
+        .into_iter()
+        .find(|p| p.format == format)
+        .ok_or_else(|| {
+            AuditError::Usage(format!(
+                "--formats {format}: hspi's engine does not compute {} at it",
+                b.model
+            ))
+        })?;
+    let server = hspi_collect::serve::start(model, &platform, "127.0.0.1:0")?;
+    let o = EndpointOptions {
+        label: Some(platform),
+        ..endpoint_defaults(&format!("{}/chat/completions", server.base_url()), &b.model)
+    };
+    Ok((o, server))
 }
 
 /// What an endpoint is asked with when hspi collects references from it.

@@ -20,7 +20,7 @@
 //! Q4_0 between −10 and +4.8 (its training prompts share 24 % of Q4_0's direction), never +10.
 //! With candle's references, llama.cpp's Q8_0 is 0.5–0.6 of candle's Q8_0 in size.
 
-use hspi_datasets::{FormatFamily, NumericFormat};
+use hspi_datasets::{FormatFamily, GgufType, NumericFormat};
 
 use crate::features::View;
 use crate::format_evidence::{matched_steps, within_engine_noise, BASE_REACH};
@@ -33,19 +33,61 @@ pub const MIN_SHARE: f64 = 0.25;
 /// shares up to 44 % of it on the values where their tokens agree (a third of its size).
 pub const MIN_SHARE_4BIT: f64 = 0.7;
 
-/// Least share of `format`'s pattern an answer of it keeps elsewhere.
+/// What tells a format served elsewhere from a format no reference covers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Signature {
+    /// Its rounding pattern's direction and its size: formats whose weight rounding (the same
+    /// on every engine) dominates keep at least `min_share` of the pattern elsewhere.
+    Pattern { min_share: f64 },
+    /// Its size alone: where the activations' rounding dominates, each engine rounds them its
+    /// own way (bf16 from vLLM and from PyTorch share 10 % of their directions, hspi's and
+    /// vLLM's 9–16 %, their sizes within 26 %). Two formats of one size cannot be told apart
+    /// by it: a pack needs references for what a provider may serve instead.
+    Size,
+}
+
+/// The signature of `format` served elsewhere.
+pub fn signature(format: NumericFormat) -> Signature {
+    use NumericFormat as F;
+    match format {
+        // Weight-only at 4 bits, or fp8 weights under bf16 activations.
+        F::Int4 { .. } | F::Int4W4a16 { .. } | F::NvFp4A16 | F::MxFp4 | F::Fp8W8a16 => {
+            Signature::Pattern {
+                min_share: MIN_SHARE_4BIT,
+            }
+        }
+        // GGUF Q8_0 keeps 31–59 % of its pattern on llama.cpp's other build and on candle.
+        F::Gguf(GgufType::Q8_0) | F::Int8 | F::Fp8E4m3 | F::Fp8E5m2 | F::MxInt8 => {
+            Signature::Pattern {
+                min_share: MIN_SHARE,
+            }
+        }
+        F::Gguf(_) => Signature::Pattern {
+            min_share: MIN_SHARE_4BIT,
+        },
+        // bf16 everywhere (roundings at places each engine chooses), or activations quantised
+        // per token at run time, whose errors grow through the layers each engine's own way:
+        // hspi's INT8 W8A8 and vLLM's share 19 % of their directions, their sizes within 3 %.
+        _ => Signature::Size,
+    }
+}
+
+/// Least share of `format`'s pattern an answer of it keeps elsewhere (0 where only its size
+/// tells).
 pub fn min_share(format: NumericFormat) -> f64 {
-    match FormatFamily::of(format) {
-        Some(
-            FormatFamily::Int4 | FormatFamily::Fp4 | FormatFamily::MxFp4 | FormatFamily::NvFp4,
-        ) => MIN_SHARE_4BIT,
-        _ => MIN_SHARE,
+    match signature(format) {
+        Signature::Pattern { min_share } => min_share,
+        Signature::Size => 0.0,
     }
 }
 /// Least and most mean square of answers of a format served elsewhere, as a share of that
 /// format's pattern (measured 0.5–2.1 between candle's and llama.cpp's Q8_0, 0.8–1.3 for Q4_0).
 pub const SIZE_LOW: f64 = 0.4;
 pub const SIZE_HIGH: f64 = 4.0;
+/// The same for a format known by its size alone, whose size is all that tells it (bf16 across
+/// vLLM, PyTorch and hspi: 0.98–1.26).
+pub const SIZE_ONLY_LOW: f64 = 2.0 / 3.0;
+pub const SIZE_ONLY_HIGH: f64 = 1.5;
 /// Log-ratio at or above which the answers carry the nearest format's pattern.
 pub const SHOWN: f64 = 8.0;
 /// Log-ratio at or above which that is firm enough to accuse a claim of a quantised family
@@ -53,6 +95,11 @@ pub const SHOWN: f64 = 8.0;
 pub const FIRM: f64 = 12.0;
 /// Log-ratio at or below which they carry none of it: a format no reference covers.
 pub const ABSENT: f64 = -3.0;
+/// A format known by its size: the size test's penalty at most this, over at least
+/// [`SIZE_VALUES`] values ([`FIRM_SIZE_VALUES`] to be firm).
+pub const SIZE_OK: f64 = 1.0;
+pub const SIZE_VALUES: f64 = 64.0;
+pub const FIRM_SIZE_VALUES: f64 = 256.0;
 
 /// How far answers carry one format's pattern: sums over centred values shared by the answer,
 /// the base and the format.
@@ -124,11 +171,20 @@ impl PatternShare {
         let unseen = self.aa + FLOOR;
         let known = (self.aa - 2.0 * beta * self.ad + beta * beta * self.dd).max(0.0) + FLOOR;
         let direction = self.n / 2.0 * (unseen / known).ln();
-        // A Gaussian variance test: the size the format allows nearest the answers' own.
+        direction - self.size_penalty(SIZE_LOW, SIZE_HIGH)
+    }
+
+    /// The size test alone: a Gaussian variance test of the answers' mean square against the
+    /// nearest size the format allows elsewhere (`low`–`high` of its pattern's); 0 inside that
+    /// band, growing with the values outside it.
+    pub fn size_penalty(&self, low: f64, high: f64) -> f64 {
+        const FLOOR: f64 = 1e-24;
+        if self.n < 1.0 || self.dd <= FLOOR {
+            return 0.0;
+        }
         let ratio = (self.aa / self.dd).max(FLOOR);
-        let allowed = ratio.clamp(SIZE_LOW, SIZE_HIGH);
-        let size = self.n / 2.0 * ((allowed / ratio).ln() + ratio / allowed - 1.0);
-        direction - size
+        let allowed = ratio.clamp(low, high);
+        self.n / 2.0 * ((allowed / ratio).ln() + ratio / allowed - 1.0)
     }
 }
 
@@ -377,6 +433,25 @@ impl FormatShapes {
                 nearest,
                 log_ratio: 0.0,
                 values: 0.0,
+            };
+        }
+        if signature(nearest) == Signature::Size {
+            // Known by its size over enough values; the penalty as the evidence's figure.
+            let penalty = share.size_penalty(SIZE_ONLY_LOW, SIZE_ONLY_HIGH);
+            if penalty <= SIZE_OK && share.values() >= SIZE_VALUES {
+                return known(share.values() >= FIRM_SIZE_VALUES);
+            }
+            if -penalty <= ABSENT {
+                return FormatIdentity::Unseen {
+                    nearest,
+                    log_ratio: Some(-penalty),
+                    between,
+                };
+            }
+            return FormatIdentity::Unconfirmed {
+                nearest,
+                log_ratio: -penalty,
+                values: share.values(),
             };
         }
         let log_ratio = share.log_ratio(min_share(nearest));

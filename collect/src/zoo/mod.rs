@@ -7,6 +7,7 @@ pub mod chat_template;
 pub mod cnn_digits;
 pub mod digits;
 mod image_model;
+pub mod llama_weights;
 pub mod retrain;
 pub mod smollm2;
 pub mod tiny_lm;

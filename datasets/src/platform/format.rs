@@ -14,6 +14,13 @@ pub enum NumericFormat {
     F16,
     Fp8E4m3,
     Fp8E5m2,
+    /// FP8 E4M3 weights per output channel, activations not quantised (weight-only, as Marlin
+    /// serves FP8 checkpoints on GPUs without FP8 units); bf16 elsewhere.
+    Fp8W8a16,
+    /// FP8 E4M3 weights per output channel and activations per token at run time, fp32
+    /// accumulation (vLLM's `--quantization fp8` and llm-compressor's FP8_DYNAMIC); bf16
+    /// elsewhere.
+    Fp8W8a8,
     /// Weights per output channel, activations per tensor, symmetric.
     Int8,
     /// INT8 W8A8 as vLLM serves compressed-tensors and SmoothQuant checkpoints: weights per
@@ -23,8 +30,21 @@ pub enum NumericFormat {
     Int4 {
         group: u32,
     },
+    /// INT4 weight-only in AWQ/GPTQ's layout: asymmetric, a scale and zero point per `group`
+    /// weights along the reduction, round to nearest; bf16 activations.
+    Int4W4a16 {
+        group: u32,
+    },
     /// Shared power-of-two exponent per block of 32, 8-bit signed mantissas.
     MxInt8,
+    /// NVFP4 weights (E2M1 elements, an E4M3 scale per 16, a global fp32 scale), activations
+    /// not quantised (llm-compressor's NVFP4A16).
+    NvFp4A16,
+    /// NVFP4 weights and activations (per-16 activation scales at run time).
+    NvFp4W4a4,
+    /// MXFP4 (OCP MX v1.0) weights: E2M1 elements, an E8M0 power-of-two scale per 32; bf16
+    /// activations.
+    MxFp4,
     Gguf(GgufType),
 }
 
@@ -52,10 +72,17 @@ impl NumericFormat {
             Fp8E4m3,
             Fp8E5m2,
             Int8,
+            Fp8W8a16,
+            Fp8W8a8,
             Int8W8a8,
             Int4 { group: 32 },
             Int4 { group: 128 },
+            Int4W4a16 { group: 64 },
+            Int4W4a16 { group: 128 },
             MxInt8,
+            NvFp4A16,
+            NvFp4W4a4,
+            MxFp4,
             Gguf(Q8_0),
             Gguf(Q4_0),
             Gguf(Q4_1),
@@ -77,9 +104,15 @@ impl fmt::Display for NumericFormat {
             NumericFormat::Fp8E4m3 => f.write_str("fp8-e4m3"),
             NumericFormat::Fp8E5m2 => f.write_str("fp8-e5m2"),
             NumericFormat::Int8 => f.write_str("int8"),
+            NumericFormat::Fp8W8a16 => f.write_str("fp8-w8a16"),
+            NumericFormat::Fp8W8a8 => f.write_str("fp8-w8a8"),
             NumericFormat::Int8W8a8 => f.write_str("int8-w8a8"),
             NumericFormat::Int4 { group } => write!(f, "int4-g{group}"),
+            NumericFormat::Int4W4a16 { group } => write!(f, "int4-w4a16-g{group}"),
             NumericFormat::MxInt8 => f.write_str("mxint8"),
+            NumericFormat::NvFp4A16 => f.write_str("nvfp4-a16"),
+            NumericFormat::NvFp4W4a4 => f.write_str("nvfp4-w4a4"),
+            NumericFormat::MxFp4 => f.write_str("mxfp4"),
             NumericFormat::Gguf(t) => f.write_str(match t {
                 GgufType::Q8_0 => "q8_0",
                 GgufType::Q4_0 => "q4_0",
@@ -96,14 +129,18 @@ impl fmt::Display for NumericFormat {
 impl FromStr for NumericFormat {
     type Err = FieldError;
     fn from_str(s: &str) -> Result<Self, FieldError> {
+        let group = |g: &str| match g.parse::<u32>() {
+            Ok(group) if group > 0 => Ok(group),
+            _ => Err(FieldError::new(
+                Dimension::Format,
+                format!("int4 group '{g}' must be a positive integer"),
+            )),
+        };
         if let Some(g) = s.strip_prefix("int4-g") {
-            return match g.parse::<u32>() {
-                Ok(group) if group > 0 => Ok(NumericFormat::Int4 { group }),
-                _ => Err(FieldError::new(
-                    Dimension::Format,
-                    format!("int4 group '{g}' must be a positive integer"),
-                )),
-            };
+            return Ok(NumericFormat::Int4 { group: group(g)? });
+        }
+        if let Some(g) = s.strip_prefix("int4-w4a16-g") {
+            return Ok(NumericFormat::Int4W4a16 { group: group(g)? });
         }
         NumericFormat::all()
             .into_iter()

@@ -54,9 +54,10 @@ impl FormatFamily {
         }
     }
 
-    /// Whether `format` is one of this family's: 8-bit integers include GGUF's 8-bit blocks,
-    /// 4-bit integers GGUF's 4-bit blocks (q4_0, q4_1, q4_k), whatever the group size. The
-    /// micro-scaled and 4/6-bit float families cover no format hspi computes yet.
+    /// Whether `format` is one of this family's: 8-bit integers include GGUF's 8-bit blocks and
+    /// W8A8, 4-bit integers GGUF's 4-bit blocks (q4_0, q4_1, q4_k) and W4A16, whatever the group
+    /// size; fp8 its weight-only and W8A8 schemes; fp4 NVFP4 and MXFP4. fp6 and mxfp8 cover no
+    /// format hspi computes yet.
     pub fn covers(self, format: NumericFormat) -> bool {
         use GgufType::*;
         use NumericFormat as F;
@@ -64,14 +65,18 @@ impl FormatFamily {
             FormatFamily::Fp32 => format == F::F32,
             FormatFamily::Fp16 => format == F::F16,
             FormatFamily::Bf16 => format == F::Bf16,
-            FormatFamily::Fp8 => matches!(format, F::Fp8E4m3 | F::Fp8E5m2),
+            FormatFamily::Fp8 => {
+                matches!(format, F::Fp8E4m3 | F::Fp8E5m2 | F::Fp8W8a16 | F::Fp8W8a8)
+            }
             FormatFamily::Int8 => matches!(format, F::Int8 | F::Int8W8a8 | F::Gguf(Q8_0)),
-            FormatFamily::Int4 => matches!(format, F::Int4 { .. } | F::Gguf(Q4_0 | Q4_1 | Q4K)),
-            FormatFamily::Fp4
-            | FormatFamily::MxFp4
-            | FormatFamily::NvFp4
-            | FormatFamily::Fp6
-            | FormatFamily::MxFp8 => false,
+            FormatFamily::Int4 => matches!(
+                format,
+                F::Int4 { .. } | F::Int4W4a16 { .. } | F::Gguf(Q4_0 | Q4_1 | Q4K)
+            ),
+            FormatFamily::Fp4 => matches!(format, F::NvFp4A16 | F::NvFp4W4a4 | F::MxFp4),
+            FormatFamily::NvFp4 => matches!(format, F::NvFp4A16 | F::NvFp4W4a4),
+            FormatFamily::MxFp4 => format == F::MxFp4,
+            FormatFamily::Fp6 | FormatFamily::MxFp8 => false,
         }
     }
 
@@ -86,9 +91,16 @@ impl FormatFamily {
         )
     }
 
-    /// The family `format` belongs to, for reports that print both names.
+    /// The family `format` belongs to, for reports that print both names (the narrowest one:
+    /// `nvfp4` rather than `fp4`).
     pub fn of(format: NumericFormat) -> Option<FormatFamily> {
-        FormatFamily::ALL.into_iter().find(|f| f.covers(format))
+        let mut covering = FormatFamily::ALL.into_iter().filter(|f| f.covers(format));
+        let first = covering.next()?;
+        Some(
+            covering
+                .find(|f| matches!(f, FormatFamily::NvFp4 | FormatFamily::MxFp4))
+                .unwrap_or(first),
+        )
     }
 }
 
@@ -149,8 +161,27 @@ mod tests {
         assert!(FormatFamily::Fp16.covers(q("f16")) && !FormatFamily::Fp16.covers(q("bf16")));
         assert_eq!(FormatFamily::of(q("q8_0")), Some(FormatFamily::Int8));
         assert_eq!(FormatFamily::of(q("mxint8")), None);
+        // The market's schemes: every router word but fp6 and mxfp8 names a format hspi has.
+        for (family, formats) in [
+            (FormatFamily::Fp8, &["fp8-w8a8", "fp8-w8a16"][..]),
+            (FormatFamily::Int8, &["int8-w8a8"][..]),
+            (
+                FormatFamily::Int4,
+                &["int4-w4a16-g64", "int4-w4a16-g128"][..],
+            ),
+            (FormatFamily::Fp4, &["nvfp4-a16", "nvfp4-w4a4", "mxfp4"][..]),
+            (FormatFamily::NvFp4, &["nvfp4-a16", "nvfp4-w4a4"][..]),
+            (FormatFamily::MxFp4, &["mxfp4"][..]),
+        ] {
+            for f in formats {
+                assert!(family.covers(q(f)), "{family} {f}");
+            }
+        }
+        assert!(!FormatFamily::MxFp4.covers(q("nvfp4-a16")));
+        assert_eq!(FormatFamily::of(q("nvfp4-a16")), Some(FormatFamily::NvFp4));
+        assert_eq!(FormatFamily::of(q("mxfp4")), Some(FormatFamily::MxFp4));
         assert!(NumericFormat::all()
             .into_iter()
-            .all(|f| !FormatFamily::MxFp4.covers(f)));
+            .all(|f| !FormatFamily::Fp6.covers(f) && !FormatFamily::MxFp8.covers(f)));
     }
 }

@@ -1,13 +1,17 @@
 //! candle's own CPU kernels (gemm crate, im2col convolution, quantized matmuls): image models at
-//! f32, f16 or bf16 (`image.rs`), GGUF llama models at GGUF formats (`gguf_lm.rs`), the tiny LM at
-//! f32, f16 or bf16 (`tiny_lm.rs`). Language models run at batch size 1.
+//! f32, f16 or bf16 (`image.rs`), GGUF llama models at GGUF formats (`gguf_lm.rs`) and at the
+//! formats serving engines sell, bf16 to NVFP4, as those engines compute them
+//! (`served_lm.rs`, the schemes in `crate::scheme`), the tiny LM at f32, f16 or bf16
+//! (`tiny_lm.rs`). Language models run at batch size 1.
 
 mod gguf_lm;
 mod image;
+mod served_lm;
 mod tiny_lm;
 
 pub use gguf_lm::QuantizedLm;
 pub use image::CandleImage;
+pub use served_lm::ServedLm;
 pub use tiny_lm::TinyLmRunner;
 
 use candle_core::DType;
@@ -36,7 +40,11 @@ fn formats(model: ModelId) -> Vec<NumericFormat> {
         ModelId::CnnDigits | ModelId::TinyLm => {
             vec![NumericFormat::F32, NumericFormat::F16, NumericFormat::Bf16]
         }
-        ModelId::SmolLm2 => gguf_lm::formats(),
+        ModelId::SmolLm2 => {
+            let mut formats = gguf_lm::formats();
+            formats.extend(crate::scheme::market_formats());
+            formats
+        }
     }
 }
 
@@ -111,6 +119,10 @@ impl Backend for CandleCpu {
 
     fn lm_runner(&self, model: &Model, platform: &Platform) -> Result<Box<dyn Runner>> {
         let lm = match model {
+            Model::Lm { path, .. } if crate::scheme::for_format(platform.format).is_some() => {
+                let weights = crate::zoo::llama_weights::load(path)?;
+                Lm::Served(Box::new(ServedLm::new(&weights, platform.format)?))
+            }
             Model::Lm { path, .. } => Lm::Gguf(QuantizedLm::load(path, platform.format)?),
             Model::Tiny(lm) => Lm::Tiny(TinyLmRunner::new(lm, platform.format)?),
             Model::Image(_) => return Err(not_a_language_model(platform)),
@@ -124,6 +136,7 @@ impl Backend for CandleCpu {
 
 enum Lm {
     Gguf(QuantizedLm),
+    Served(Box<ServedLm>),
     Tiny(TinyLmRunner),
 }
 
@@ -144,6 +157,7 @@ impl Runner for CandleLm {
             .iter()
             .map(|ids| match &mut self.lm {
                 Lm::Gguf(lm) => lm.next_token_logits(ids),
+                Lm::Served(lm) => lm.next_token_logits(ids),
                 Lm::Tiny(lm) => lm.next_token_logits(ids),
             })
             .collect()

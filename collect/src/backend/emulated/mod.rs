@@ -62,6 +62,22 @@ pub struct EmulatedImage {
     layers: Vec<Prepared>,
 }
 
+/// The formats the emulated kernels compute (quantised per GEMM as `prepare` does).
+fn emulated_format(format: NumericFormat) -> bool {
+    matches!(
+        format,
+        NumericFormat::F32
+            | NumericFormat::Tf32
+            | NumericFormat::Bf16
+            | NumericFormat::F16
+            | NumericFormat::Fp8E4m3
+            | NumericFormat::Fp8E5m2
+            | NumericFormat::Int8
+            | NumericFormat::Int4 { .. }
+            | NumericFormat::MxInt8
+    )
+}
+
 impl EmulatedImage {
     pub fn new(platform: &Platform, model: &ImageModel) -> Result<EmulatedImage> {
         let format = platform.format;
@@ -73,12 +89,15 @@ impl EmulatedImage {
                     .into(),
             });
         }
-        if format == NumericFormat::Int8W8a8 {
+        if !emulated_format(format) {
             return Err(CollectError::Unsupported {
                 platform: platform.to_string(),
                 model: model.id.clone(),
-                reason: "int8-w8a8 (dynamic per-token activations) is a serving engine's                          format (vLLM): the emulated kernels compute int8 with per-tensor                          activations"
-                    .into(),
+                reason: format!(
+                    "{format} is a serving engine's scheme for language models (candle runs it \
+                     for SmolLM2); the emulated kernels compute f32, tf32, bf16, f16, fp8-e4m3, \
+                     fp8-e5m2, int8, int4-gN and mxint8"
+                ),
             });
         }
         let kernel = platform.kernel.unwrap_or_default();

@@ -42,7 +42,13 @@ pub fn round_fp8_e5m2(x: f32) -> f32 {
     round_minifloat(x, 2, -14, 57344.0)
 }
 
-fn amax(xs: &[f32]) -> f32 {
+/// FP4 E2M1 ({0, 0.5, 1, 1.5, 2, 3, 4, 6}), nearest-even on that grid, saturating at 6: the
+/// element of NVFP4 and MXFP4.
+pub fn round_fp4_e2m1(x: f32) -> f32 {
+    round_minifloat(x, 1, 0, 6.0)
+}
+
+pub fn amax(xs: &[f32]) -> f32 {
     xs.iter().fold(0f32, |m, v| m.max(v.abs()))
 }
 

@@ -1,0 +1,281 @@
+//! A llama model as vLLM's CPU path computes it at one of the market's formats
+//! (`crate::scheme`), read from vLLM 0.32's sources: the model's dtype bf16 (weights and the
+//! stored residual in bf16); the residual added in f32 and normalised unrounded (its native
+//! `fused_add_rms_norm`: the sum is stored in bf16 for the next layer, the norm reads the f32
+//! sum), the normalised row rounded to bf16 before the bf16 multiply by its weight; the rotary
+//! embedding by its CPU kernel (f32 arithmetic on the bf16 cos/sin cache, one rounding);
+//! SiLU and the multiply as two bf16 PyTorch operations; attention with an f32 softmax and f32
+//! accumulation; every linear layer by its scheme (weights quantised once, activations at run
+//! time, the GEMM in f32 on candle's kernels, its output rounded to bf16); the embeddings and
+//! `lm_head` unquantised. Logits are the last position's bf16 values read as f32 (vLLM's
+//! log_softmax then runs in f32 on them).
+
+use candle_core::{Device, Tensor};
+use hspi_datasets::NumericFormat;
+
+use crate::error::{CollectError, Result};
+use crate::scheme::{self, round_bf16, LinearScheme};
+use crate::zoo::llama_weights::{LlamaConfig, LlamaWeights};
+
+/// A linear layer ready for the GEMM: the scheme's weights, transposed to `[in, out]`.
+struct Linear {
+    weight_t: Tensor,
+    cols: usize,
+    rows: usize,
+}
+
+struct Layer {
+    attn_norm: Vec<f32>,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    ffn_norm: Vec<f32>,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+pub struct ServedLm {
+    config: LlamaConfig,
+    scheme: Box<dyn LinearScheme>,
+    /// `[vocab, hidden]`, bf16 values.
+    embed: Vec<f32>,
+    /// `[hidden, vocab]`, bf16 values: the (tied) output projection.
+    lm_head_t: Tensor,
+    layers: Vec<Layer>,
+    final_norm: Vec<f32>,
+}
+
+fn bf16s(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|x| round_bf16(*x)).collect()
+}
+
+impl ServedLm {
+    pub fn new(weights: &LlamaWeights, format: NumericFormat) -> Result<ServedLm> {
+        let scheme = scheme::for_format(format).ok_or_else(|| CollectError::Unsupported {
+            platform: format.to_string(),
+            model: "llama".into(),
+            reason: format!(
+                "no serving scheme computes {format} (schemes: {})",
+                scheme::market_formats()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        })?;
+        let c = &weights.config;
+        let linear = |w: &[f32], rows: usize, cols: usize| -> Result<Linear> {
+            let mut w = bf16s(w);
+            scheme.weights(&mut w, cols);
+            let weight_t = Tensor::from_vec(w, (rows, cols), &Device::Cpu)?
+                .t()?
+                .contiguous()?;
+            Ok(Linear {
+                weight_t,
+                cols,
+                rows,
+            })
+        };
+        let mut layers = Vec::with_capacity(c.layers);
+        for l in &weights.layers {
+            let [q, k, v, o, gate, up, down] = l.linears(c);
+            layers.push(Layer {
+                attn_norm: bf16s(&l.attn_norm),
+                q: linear(q.1, q.2, q.3)?,
+                k: linear(k.1, k.2, k.3)?,
+                v: linear(v.1, v.2, v.3)?,
+                o: linear(o.1, o.2, o.3)?,
+                ffn_norm: bf16s(&l.ffn_norm),
+                gate: linear(gate.1, gate.2, gate.3)?,
+                up: linear(up.1, up.2, up.3)?,
+                down: linear(down.1, down.2, down.3)?,
+            });
+        }
+        let embed = bf16s(&weights.embed);
+        let head = weights
+            .lm_head
+            .as_deref()
+            .map_or_else(|| embed.clone(), bf16s);
+        let lm_head_t = Tensor::from_vec(head, (c.vocab, c.hidden), &Device::Cpu)?
+            .t()?
+            .contiguous()?;
+        Ok(ServedLm {
+            config: c.clone(),
+            scheme,
+            embed,
+            lm_head_t,
+            layers,
+            final_norm: bf16s(&weights.final_norm),
+        })
+    }
+
+    pub fn format(&self) -> NumericFormat {
+        self.scheme.format()
+    }
+
+    /// `x` (`[tokens, in]`) through a linear layer: the scheme's activations, an f32 GEMM, the
+    /// output in bf16.
+    fn linear(&self, x: &[f32], tokens: usize, layer: &Linear) -> Result<Vec<f32>> {
+        let mut a = x.to_vec();
+        self.scheme.activations(&mut a, layer.cols);
+        let a = Tensor::from_vec(a, (tokens, layer.cols), &Device::Cpu)?;
+        let y = a.matmul(&layer.weight_t)?.flatten_all()?.to_vec1::<f32>()?;
+        debug_assert_eq!(y.len(), tokens * layer.rows);
+        Ok(bf16s(&y))
+    }
+
+    /// vLLM's native RMSNorm on each row of `x` (f32 values): f32 statistics, the normalised row
+    /// rounded to bf16, times the bf16 weight in bf16.
+    fn rms_norm(&self, x: &[f32], weight: &[f32]) -> Vec<f32> {
+        let d = weight.len();
+        let mut out = Vec::with_capacity(x.len());
+        for row in x.chunks(d) {
+            let mean = row.iter().map(|v| v * v).sum::<f32>() / d as f32;
+            let inv = 1.0 / (mean + self.config.rms_eps).sqrt();
+            out.extend(
+                row.iter()
+                    .zip(weight)
+                    .map(|(v, w)| round_bf16(round_bf16(v * inv) * w)),
+            );
+        }
+        out
+    }
+
+    /// vLLM's `fused_add_rms_norm`: `hidden + residual` in f32, stored rounded as the new
+    /// residual, and normalised as it is (unrounded).
+    fn add_norm(&self, hidden: &[f32], residual: &mut [f32], weight: &[f32]) -> Vec<f32> {
+        let sum: Vec<f32> = hidden
+            .iter()
+            .zip(residual.iter())
+            .map(|(h, r)| h + r)
+            .collect();
+        residual
+            .iter_mut()
+            .zip(&sum)
+            .for_each(|(r, s)| *r = round_bf16(*s));
+        self.rms_norm(&sum, weight)
+    }
+
+    /// The rotary embedding (Hugging Face's pairs `i, i + d/2`) as vLLM's kernel computes it:
+    /// cos and sin from f32 frequencies kept in a bf16 cache, the rotation in f32, one rounding.
+    fn rope(&self, x: &mut [f32], tokens: usize, heads: usize) {
+        let d = self.config.head_dim();
+        let half = d / 2;
+        for t in 0..tokens {
+            for i in 0..half {
+                let inv_freq = 1.0 / self.config.rope_theta.powf((2 * i) as f32 / d as f32);
+                let angle = t as f32 * inv_freq;
+                let (cos, sin) = (round_bf16(angle.cos()), round_bf16(angle.sin()));
+                for h in 0..heads {
+                    let at = (t * heads + h) * d;
+                    let (a, b) = (x[at + i], x[at + i + half]);
+                    x[at + i] = round_bf16(a * cos - b * sin);
+                    x[at + i + half] = round_bf16(b * cos + a * sin);
+                }
+            }
+        }
+    }
+
+    /// Causal attention per head (grouped key-value heads): scores from the bf16 queries and
+    /// keys accumulated in f32 and scaled, softmax in f32, the weighted sum of the bf16 values
+    /// accumulated in f32 and rounded once.
+    fn attention(&self, q: &[f32], k: &[f32], v: &[f32], tokens: usize) -> Vec<f32> {
+        let c = &self.config;
+        let d = c.head_dim();
+        let group = c.heads / c.kv_heads;
+        let scale = 1.0 / (d as f32).sqrt();
+        let mut out = vec![0f32; tokens * c.heads * d];
+        let mut weights = vec![0f32; tokens];
+        for h in 0..c.heads {
+            let kvh = h / group;
+            for t in 0..tokens {
+                let qv = &q[(t * c.heads + h) * d..][..d];
+                let mut top = f32::NEG_INFINITY;
+                for (s, w) in weights.iter_mut().enumerate().take(t + 1) {
+                    let kv = &k[(s * c.kv_heads + kvh) * d..][..d];
+                    *w = qv.iter().zip(kv).map(|(a, b)| a * b).sum::<f32>() * scale;
+                    top = top.max(*w);
+                }
+                let total: f32 = weights[..=t]
+                    .iter_mut()
+                    .map(|w| {
+                        *w = (*w - top).exp();
+                        *w
+                    })
+                    .sum();
+                let o = &mut out[(t * c.heads + h) * d..][..d];
+                for (s, w) in weights.iter().enumerate().take(t + 1) {
+                    let p = w / total;
+                    let vv = &v[(s * c.kv_heads + kvh) * d..][..d];
+                    o.iter_mut().zip(vv).for_each(|(o, v)| *o += p * v);
+                }
+                o.iter_mut().for_each(|x| *x = round_bf16(*x));
+            }
+        }
+        out
+    }
+
+    /// Logits over the whole vocabulary for the token after `tokens`, from a fresh context.
+    pub fn next_token_logits(&self, tokens: &[u32]) -> Result<Vec<f32>> {
+        let c = &self.config;
+        let n = tokens.len();
+        if n == 0 {
+            return Err(CollectError::Unsupported {
+                platform: self.format().to_string(),
+                model: "llama".into(),
+                reason: "an empty prompt has no next token".into(),
+            });
+        }
+        let mut h = Vec::with_capacity(n * c.hidden);
+        for &t in tokens {
+            let t = t as usize;
+            if t >= c.vocab {
+                return Err(CollectError::Unsupported {
+                    platform: self.format().to_string(),
+                    model: "llama".into(),
+                    reason: format!("token {t} is outside the vocabulary of {}", c.vocab),
+                });
+            }
+            h.extend_from_slice(&self.embed[t * c.hidden..(t + 1) * c.hidden]);
+        }
+        // `h` is the last block's output, `residual` the running sum stored in bf16.
+        let mut residual: Option<Vec<f32>> = None;
+        for layer in &self.layers {
+            let x = match &mut residual {
+                None => {
+                    let x = self.rms_norm(&h, &layer.attn_norm);
+                    residual = Some(h.clone());
+                    x
+                }
+                Some(r) => self.add_norm(&h, r, &layer.attn_norm),
+            };
+            let mut q = self.linear(&x, n, &layer.q)?;
+            let mut k = self.linear(&x, n, &layer.k)?;
+            let v = self.linear(&x, n, &layer.v)?;
+            self.rope(&mut q, n, c.heads);
+            self.rope(&mut k, n, c.kv_heads);
+            let attended = self.attention(&q, &k, &v, n);
+            let o = self.linear(&attended, n, &layer.o)?;
+            let r = residual.as_mut().expect("set above");
+            let x = self.add_norm(&o, r, &layer.ffn_norm);
+            let gate = self.linear(&x, n, &layer.gate)?;
+            let up = self.linear(&x, n, &layer.up)?;
+            let act: Vec<f32> = gate
+                .iter()
+                .zip(&up)
+                .map(|(g, u)| round_bf16(round_bf16(g / (1.0 + (-g).exp())) * u))
+                .collect();
+            h = self.linear(&act, n, &layer.down)?;
+        }
+        let at = (n - 1) * c.hidden..n * c.hidden;
+        let last = match residual {
+            Some(mut r) => self.add_norm(&h[at.clone()], &mut r[at], &self.final_norm),
+            None => self.rms_norm(&h[at], &self.final_norm),
+        };
+        let x = Tensor::from_vec(last, (1, c.hidden), &Device::Cpu)?;
+        let logits = x.matmul(&self.lm_head_t)?.flatten_all()?.to_vec1::<f32>()?;
+        Ok(bf16s(&logits))
+    }
+}

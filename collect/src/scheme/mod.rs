@@ -1,0 +1,128 @@
+//! The formats serving engines sell, as their kernels compute one linear layer: the weights as
+//! the published checkpoint stores them (quantised once, from the model's bf16 weights), the
+//! activations as the kernel quantises them at run time, the GEMM accumulated in f32 with its
+//! output in the model's dtype (bf16, as vLLM serves these formats). Numerics from the engines'
+//! sources (shared research `market-formats.md`); each scheme one file, registered in
+//! [`SCHEMES`].
+
+mod bf16;
+mod fp8;
+mod int4;
+mod int8;
+mod mxfp4;
+mod nvfp4;
+
+use hspi_datasets::NumericFormat;
+
+pub use crate::backend::emulated::quant::{amax, round_bf16, round_fp4_e2m1, round_fp8_e4m3};
+
+/// One format's linear layer. Weights are `[out, in]` row-major (a row is an output channel,
+/// quantised along the reduction); activations `[tokens, in]`.
+pub trait LinearScheme: Send + Sync {
+    fn format(&self) -> NumericFormat;
+    /// Quantise and dequantise the weights in place (the values arrive rounded to bf16).
+    fn weights(&self, w: &mut [f32], cols: usize);
+    /// Quantise and dequantise the activations in place, token by token (none by default: the
+    /// kernel reads them in the model's dtype).
+    fn activations(&self, _x: &mut [f32], _cols: usize) {}
+}
+
+/// Each file's constructor: its scheme for `format`, if it is one of its formats.
+type Constructor = fn(NumericFormat) -> Option<Box<dyn LinearScheme>>;
+
+/// Every scheme hspi computes; a new one is one file and one line here.
+pub const SCHEMES: [Constructor; 6] = [
+    bf16::scheme,
+    fp8::scheme,
+    int8::scheme,
+    int4::scheme,
+    nvfp4::scheme,
+    mxfp4::scheme,
+];
+
+/// The scheme that computes `format`, if hspi has one.
+pub fn for_format(format: NumericFormat) -> Option<Box<dyn LinearScheme>> {
+    SCHEMES.iter().find_map(|make| make(format))
+}
+
+/// The formats of the market hspi computes for a language model, as `pack build --formats`
+/// and the candle backend list them (int4 at group 64: SmolLM2's widths are no multiple of 128).
+pub fn market_formats() -> Vec<NumericFormat> {
+    [
+        NumericFormat::Bf16,
+        NumericFormat::Fp8W8a16,
+        NumericFormat::Fp8W8a8,
+        NumericFormat::Int8W8a8,
+        NumericFormat::Int4W4a16 { group: 64 },
+        NumericFormat::Int4W4a16 { group: 128 },
+        NumericFormat::NvFp4A16,
+        NumericFormat::NvFp4W4a4,
+        NumericFormat::MxFp4,
+    ]
+    .into()
+}
+
+/// Each row of `xs` (`cols` wide) quantised and dequantised by `f`.
+fn per_row(xs: &mut [f32], cols: usize, f: impl Fn(&mut [f32])) {
+    xs.chunks_mut(cols.max(1)).for_each(f);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_market_format_has_its_scheme_and_no_other_format_does() {
+        for f in market_formats() {
+            let s = for_format(f).unwrap_or_else(|| panic!("no scheme for {f}"));
+            assert_eq!(s.format(), f);
+        }
+        for f in NumericFormat::all() {
+            if !market_formats().contains(&f) && !matches!(f, NumericFormat::Int4W4a16 { .. }) {
+                assert!(for_format(f).is_none(), "{f} has a scheme");
+            }
+        }
+    }
+
+    #[test]
+    fn fp4_rounds_to_nearest_even_on_its_grid_and_saturates() {
+        for (x, want) in [
+            (0.25, 0.0),
+            (0.75, 1.0),
+            (1.25, 1.0),
+            (1.75, 2.0),
+            (2.5, 2.0),
+            (3.5, 4.0),
+            (5.0, 4.0),
+            (7.0, 6.0),
+            (-0.3, -0.5),
+        ] {
+            assert_eq!(round_fp4_e2m1(x), want, "{x}");
+        }
+    }
+
+    /// Every scheme keeps a row's values near (the quantisation error is bounded by its step),
+    /// and the 4-bit ones move them more than the 8-bit ones.
+    #[test]
+    fn schemes_move_weights_by_their_own_step() {
+        let row: Vec<f32> = (0..256)
+            .map(|i| round_bf16(((i * 37 % 101) as f32 - 50.0) / 40.0))
+            .collect();
+        let error = |f: NumericFormat| {
+            let mut w = row.clone();
+            for_format(f).unwrap().weights(&mut w, 128);
+            w.iter()
+                .zip(&row)
+                .map(|(a, b)| (a - b).powi(2))
+                .sum::<f32>()
+                / row.len() as f32
+        };
+        assert_eq!(error(NumericFormat::Bf16), 0.0);
+        let e8 = error(NumericFormat::Int8W8a8);
+        let e4 = error(NumericFormat::Int4W4a16 { group: 64 });
+        let f4 = error(NumericFormat::NvFp4A16);
+        assert!(e8 > 0.0 && e8 < e4 && e8 < f4, "{e8} {e4} {f4}");
+        assert!(error(NumericFormat::Fp8W8a8) < f4);
+        assert!(error(NumericFormat::MxFp4) > e8);
+    }
+}

@@ -1,0 +1,317 @@
+//! A llama model's configuration and weights in f32, in Hugging Face's layout (what
+//! compressed-tensors checkpoints quantise, row by row): from a GGUF file (dequantised, the query
+//! and key projections un-permuted from llama.cpp's rotary layout) or from a Hugging Face
+//! safetensors checkpoint (`config.json` + `model.safetensors`).
+
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::gguf_file;
+use candle_core::{DType, Device, Tensor};
+
+use crate::error::{CollectError, Result};
+
+/// What the forward pass needs to know of a llama model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlamaConfig {
+    pub layers: usize,
+    pub hidden: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub intermediate: usize,
+    pub vocab: usize,
+    pub rope_theta: f32,
+    pub rms_eps: f32,
+}
+
+impl LlamaConfig {
+    pub fn head_dim(&self) -> usize {
+        self.hidden / self.heads
+    }
+}
+
+/// One decoder layer's matrices (`[out, in]`, row-major) and norms.
+#[derive(Debug, Clone)]
+pub struct LayerWeights {
+    pub attn_norm: Vec<f32>,
+    pub q: Vec<f32>,
+    pub k: Vec<f32>,
+    pub v: Vec<f32>,
+    pub o: Vec<f32>,
+    pub ffn_norm: Vec<f32>,
+    pub gate: Vec<f32>,
+    pub up: Vec<f32>,
+    pub down: Vec<f32>,
+}
+
+impl LayerWeights {
+    /// The layer's linear layers by their Hugging Face names, with `(rows, cols)`.
+    pub fn linears(&self, c: &LlamaConfig) -> [(&'static str, &Vec<f32>, usize, usize); 7] {
+        let (h, kv, i) = (c.hidden, c.kv_heads * c.head_dim(), c.intermediate);
+        [
+            ("self_attn.q_proj", &self.q, h, h),
+            ("self_attn.k_proj", &self.k, kv, h),
+            ("self_attn.v_proj", &self.v, kv, h),
+            ("self_attn.o_proj", &self.o, h, h),
+            ("mlp.gate_proj", &self.gate, i, h),
+            ("mlp.up_proj", &self.up, i, h),
+            ("mlp.down_proj", &self.down, h, i),
+        ]
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LlamaWeights {
+    pub config: LlamaConfig,
+    /// `[vocab, hidden]`; the output projection too (SmolLM2 ties them).
+    pub embed: Vec<f32>,
+    /// `[vocab, hidden]` where the model does not tie it to the embeddings.
+    pub lm_head: Option<Vec<f32>>,
+    pub layers: Vec<LayerWeights>,
+    pub final_norm: Vec<f32>,
+}
+
+fn bad(path: &Path, reason: impl Into<String>) -> CollectError {
+    CollectError::BadWeights {
+        model: "llama".into(),
+        path: path.into(),
+        reason: reason.into(),
+    }
+}
+
+/// llama.cpp's converter stores the query and key rows of each head interleaved for its
+/// rotary layout (pairs `2i, 2i+1`); Hugging Face's pairs `i, i + d/2`. Undo it per head.
+fn unpermute(w: &[f32], heads: usize, cols: usize) -> Vec<f32> {
+    let rows = w.len() / cols;
+    let half = rows / heads / 2;
+    let mut out = vec![0f32; w.len()];
+    for h in 0..heads {
+        for i in 0..half {
+            for j in 0..2 {
+                // GGUF row h·2·half + 2·i + j holds HF row h·2·half + j·half + i.
+                let from = (h * 2 * half + 2 * i + j) * cols;
+                let to = (h * 2 * half + j * half + i) * cols;
+                out[to..to + cols].copy_from_slice(&w[from..from + cols]);
+            }
+        }
+    }
+    out
+}
+
+impl LlamaWeights {
+    /// From a GGUF file of the llama architecture, every tensor dequantised to f32.
+    pub fn from_gguf(path: &Path) -> Result<LlamaWeights> {
+        let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
+        let content = gguf_file::Content::read(&mut file).map_err(|e| bad(path, e.to_string()))?;
+        let meta = |key: &str| {
+            content
+                .metadata
+                .get(key)
+                .ok_or_else(|| bad(path, format!("GGUF metadata {key} missing")))
+        };
+        let int = |key: &str| -> Result<usize> {
+            Ok(meta(key)?
+                .to_u32()
+                .map_err(|e| bad(path, format!("{key}: {e}")))? as usize)
+        };
+        let float = |key: &str| -> Result<f32> {
+            meta(key)?
+                .to_f32()
+                .map_err(|e| bad(path, format!("{key}: {e}")))
+        };
+        let mut tensor = |name: &str| -> Result<(Vec<f32>, Vec<usize>)> {
+            let qt = content
+                .tensor(&mut file, name, &Device::Cpu)
+                .map_err(|e| bad(path, format!("{name}: {e}")))?;
+            let t = qt.dequantize(&Device::Cpu)?;
+            let dims = t.dims().to_vec();
+            Ok((t.flatten_all()?.to_vec1::<f32>()?, dims))
+        };
+        let hidden = int("llama.embedding_length")?;
+        let heads = int("llama.attention.head_count")?;
+        let (embed, embed_dims) = tensor("token_embd.weight")?;
+        let config = LlamaConfig {
+            layers: int("llama.block_count")?,
+            hidden,
+            heads,
+            kv_heads: int("llama.attention.head_count_kv")?,
+            intermediate: int("llama.feed_forward_length")?,
+            vocab: embed_dims[0],
+            rope_theta: float("llama.rope.freq_base").unwrap_or(10_000.0),
+            rms_eps: float("llama.attention.layer_norm_rms_epsilon")?,
+        };
+        let mut layers = Vec::with_capacity(config.layers);
+        for l in 0..config.layers {
+            let mut w = |n: &str| tensor(&format!("blk.{l}.{n}.weight")).map(|t| t.0);
+            layers.push(LayerWeights {
+                attn_norm: w("attn_norm")?,
+                q: unpermute(&w("attn_q")?, config.heads, hidden),
+                k: unpermute(&w("attn_k")?, config.kv_heads, hidden),
+                v: w("attn_v")?,
+                o: w("attn_output")?,
+                ffn_norm: w("ffn_norm")?,
+                gate: w("ffn_gate")?,
+                up: w("ffn_up")?,
+                down: w("ffn_down")?,
+            });
+        }
+        let lm_head = if content.tensor_infos.contains_key("output.weight") {
+            Some(tensor("output.weight")?.0)
+        } else {
+            None
+        };
+        let weights = LlamaWeights {
+            final_norm: tensor("output_norm.weight")?.0,
+            config,
+            embed,
+            lm_head,
+            layers,
+        };
+        weights.check(path)?;
+        Ok(weights)
+    }
+
+    /// From a Hugging Face checkpoint directory: `config.json` and `model.safetensors` (any float
+    /// dtype, read as f32).
+    pub fn from_safetensors(dir: &Path) -> Result<LlamaWeights> {
+        let config_path = dir.join("config.json");
+        let text = std::fs::read_to_string(&config_path).map_err(CollectError::io(&config_path))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| bad(&config_path, e.to_string()))?;
+        let int = |key: &str| {
+            json[key]
+                .as_u64()
+                .map(|v| v as usize)
+                .ok_or_else(|| bad(&config_path, format!("{key} missing or not a count")))
+        };
+        let heads = int("num_attention_heads")?;
+        let theta = json["rope_theta"]
+            .as_f64()
+            .or_else(|| json["rope_parameters"]["rope_theta"].as_f64())
+            .unwrap_or(10_000.0);
+        let config = LlamaConfig {
+            layers: int("num_hidden_layers")?,
+            hidden: int("hidden_size")?,
+            heads,
+            kv_heads: int("num_key_value_heads").unwrap_or(heads),
+            intermediate: int("intermediate_size")?,
+            vocab: int("vocab_size")?,
+            rope_theta: theta as f32,
+            rms_eps: json["rms_norm_eps"].as_f64().unwrap_or(1e-6) as f32,
+        };
+        let model = dir.join("model.safetensors");
+        let tensors = candle_core::safetensors::load(&model, &Device::Cpu)
+            .map_err(|e| bad(&model, e.to_string()))?;
+        let take = |name: &str| -> Result<Vec<f32>> {
+            let t: Tensor = tensors
+                .get(name)
+                .ok_or_else(|| bad(&model, format!("tensor {name} missing")))?
+                .to_dtype(DType::F32)?;
+            Ok(t.flatten_all()?.to_vec1::<f32>()?)
+        };
+        let mut layers = Vec::with_capacity(config.layers);
+        for l in 0..config.layers {
+            let w = |n: &str| take(&format!("model.layers.{l}.{n}.weight"));
+            layers.push(LayerWeights {
+                attn_norm: w("input_layernorm")?,
+                q: w("self_attn.q_proj")?,
+                k: w("self_attn.k_proj")?,
+                v: w("self_attn.v_proj")?,
+                o: w("self_attn.o_proj")?,
+                ffn_norm: w("post_attention_layernorm")?,
+                gate: w("mlp.gate_proj")?,
+                up: w("mlp.up_proj")?,
+                down: w("mlp.down_proj")?,
+            });
+        }
+        let tied = json["tie_word_embeddings"].as_bool().unwrap_or(false);
+        let lm_head = if tied {
+            None
+        } else {
+            Some(take("lm_head.weight")?)
+        };
+        let weights = LlamaWeights {
+            embed: take("model.embed_tokens.weight")?,
+            final_norm: take("model.norm.weight")?,
+            config,
+            lm_head,
+            layers,
+        };
+        weights.check(&model)?;
+        Ok(weights)
+    }
+
+    /// Every tensor the size the configuration says.
+    fn check(&self, path: &Path) -> Result<()> {
+        let c = &self.config;
+        if c.heads == 0 || c.hidden % c.heads != 0 || c.kv_heads == 0 || c.heads % c.kv_heads != 0 {
+            return Err(bad(
+                path,
+                format!(
+                    "{} heads, {} key-value heads, hidden {}",
+                    c.heads, c.kv_heads, c.hidden
+                ),
+            ));
+        }
+        let mut sizes: Vec<(String, usize, usize)> = vec![
+            ("embeddings".into(), self.embed.len(), c.vocab * c.hidden),
+            ("final norm".into(), self.final_norm.len(), c.hidden),
+        ];
+        if let Some(head) = &self.lm_head {
+            sizes.push(("lm_head".into(), head.len(), c.vocab * c.hidden));
+        }
+        for (l, layer) in self.layers.iter().enumerate() {
+            for (name, w, rows, cols) in layer.linears(c) {
+                sizes.push((format!("layer {l} {name}"), w.len(), rows * cols));
+            }
+            sizes.push((
+                format!("layer {l} norms"),
+                layer.attn_norm.len() + layer.ffn_norm.len(),
+                2 * c.hidden,
+            ));
+        }
+        match sizes.into_iter().find(|(_, got, want)| got != want) {
+            Some((name, got, want)) => Err(bad(
+                path,
+                format!("{name}: {got} values where the configuration needs {want}"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Where a model's weights are: a GGUF file or a Hugging Face checkpoint directory.
+pub fn load(path: &Path) -> Result<LlamaWeights> {
+    if path.is_dir() {
+        LlamaWeights::from_safetensors(path)
+    } else {
+        LlamaWeights::from_gguf(path)
+    }
+}
+
+/// Every file of a checkpoint directory hashed in name order, for a model identity; a GGUF file's
+/// own hash.
+pub fn identity_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(CollectError::io(path))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpermuting_restores_hugging_faces_rotary_pairs() {
+        // One head of 4 rows (2 pairs), 1 column: HF rows [a, b, c, d] pair (a, c) and (b, d);
+        // llama.cpp stores them as [a, c, b, d].
+        let gguf = [1.0, 3.0, 2.0, 4.0];
+        assert_eq!(unpermute(&gguf, 1, 1), vec![1.0, 2.0, 3.0, 4.0]);
+    }
+}

@@ -22,9 +22,20 @@ pub trait LinearScheme: Send + Sync {
     fn format(&self) -> NumericFormat;
     /// Quantise and dequantise the weights in place (the values arrive rounded to bf16).
     fn weights(&self, w: &mut [f32], cols: usize);
+    /// Quantise layers the engines fuse into one GEMM (a llama's q, k and v; gate and up),
+    /// which share any per-tensor scale; each on its own by default.
+    fn fused_weights(&self, parts: &mut [&mut [f32]], cols: usize) {
+        for w in parts.iter_mut() {
+            self.weights(w, cols);
+        }
+    }
     /// Quantise and dequantise the activations in place, token by token (none by default: the
     /// kernel reads them in the model's dtype).
     fn activations(&self, _x: &mut [f32], _cols: usize) {}
+    /// Whether a layer `cols` wide can be stored in this format (a group size must divide it).
+    fn fits(&self, _cols: usize) -> bool {
+        true
+    }
 }
 
 /// Each file's constructor: its scheme for `format`, if it is one of its formats.
@@ -45,8 +56,9 @@ pub fn for_format(format: NumericFormat) -> Option<Box<dyn LinearScheme>> {
     SCHEMES.iter().find_map(|make| make(format))
 }
 
-/// The formats of the market hspi computes for a language model, as `pack build --formats`
-/// and the candle backend list them (int4 at group 64: SmolLM2's widths are no multiple of 128).
+/// The formats of the market hspi computes for the zoo's language model, as `pack build
+/// --formats` and the candle backend list them: int4 at group 64 only, as SmolLM2's width of 576
+/// is no multiple of 128 (the scheme computes any group that divides a model's widths).
 pub fn market_formats() -> Vec<NumericFormat> {
     [
         NumericFormat::Bf16,
@@ -54,7 +66,6 @@ pub fn market_formats() -> Vec<NumericFormat> {
         NumericFormat::Fp8W8a8,
         NumericFormat::Int8W8a8,
         NumericFormat::Int4W4a16 { group: 64 },
-        NumericFormat::Int4W4a16 { group: 128 },
         NumericFormat::NvFp4A16,
         NumericFormat::NvFp4W4a4,
         NumericFormat::MxFp4,

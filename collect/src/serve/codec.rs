@@ -21,6 +21,13 @@ impl Codec {
     pub fn for_model(model: &Model, platform: &hspi_datasets::Platform) -> Result<Codec> {
         Ok(match model {
             Model::Tiny(lm) => Codec::Tiny(lm.clone()),
+            Model::Lm { path, .. } if path.is_dir() => {
+                return Err(CollectError::Unsupported {
+                    platform: platform.to_string(),
+                    model: path.display().to_string(),
+                    reason: "hspi reads a model's tokenizer and chat template from its GGUF file; a checkpoint directory's tokenizer.json is not read yet\nhint: serve the checkpoint with vLLM or transformers, or give the GGUF file of the same model".into(),
+                })
+            }
             Model::Lm { path, .. } => Codec::from_gguf(path)?,
             Model::Image(m) => {
                 return Err(CollectError::Unsupported {

@@ -6,9 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use candle_core::quantized::gguf_file;
-use candle_core::{DType, Device, Tensor};
+use candle_core::Device;
+use hspi_datasets::NumericFormat;
 
+use super::compressed_tensors::{self, Tensors};
 use crate::error::{CollectError, Result};
+use crate::scheme::{round_bf16, LinearScheme};
 
 /// What the forward pass needs to know of a llama model.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +62,29 @@ impl LayerWeights {
     }
 }
 
+impl LayerWeights {
+    /// The layer's linear layers rounded to bf16 (the published model's dtype) and quantised by
+    /// `scheme`, q, k and v as one fused layer and gate and up as another, as the engines run them.
+    pub fn quantise(&mut self, scheme: &dyn LinearScheme, c: &LlamaConfig) {
+        let (h, i) = (c.hidden, c.intermediate);
+        for w in [
+            &mut self.q,
+            &mut self.k,
+            &mut self.v,
+            &mut self.o,
+            &mut self.gate,
+            &mut self.up,
+            &mut self.down,
+        ] {
+            w.iter_mut().for_each(|v| *v = round_bf16(*v));
+        }
+        scheme.fused_weights(&mut [&mut self.q, &mut self.k, &mut self.v], h);
+        scheme.weights(&mut self.o, h);
+        scheme.fused_weights(&mut [&mut self.gate, &mut self.up], h);
+        scheme.weights(&mut self.down, i);
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct LlamaWeights {
     pub config: LlamaConfig,
@@ -68,6 +94,9 @@ pub struct LlamaWeights {
     pub lm_head: Option<Vec<f32>>,
     pub layers: Vec<LayerWeights>,
     pub final_norm: Vec<f32>,
+    /// The format the linear layers' values already are (a compressed-tensors checkpoint's
+    /// stored weights and scales, dequantised): they are served at that format only.
+    pub quantized: Option<NumericFormat>,
 }
 
 fn bad(path: &Path, reason: impl Into<String>) -> CollectError {
@@ -165,13 +194,15 @@ impl LlamaWeights {
             embed,
             lm_head,
             layers,
+            quantized: None,
         };
         weights.check(path)?;
         Ok(weights)
     }
 
     /// From a Hugging Face checkpoint directory: `config.json` and `model.safetensors` (any float
-    /// dtype, read as f32).
+    /// dtype, read as f32; a compressed-tensors checkpoint's quantised layers dequantised as
+    /// their kernels see them, `compressed_tensors`).
     pub fn from_safetensors(dir: &Path) -> Result<LlamaWeights> {
         let config_path = dir.join("config.json");
         let text = std::fs::read_to_string(&config_path).map_err(CollectError::io(&config_path))?;
@@ -198,43 +229,48 @@ impl LlamaWeights {
             rope_theta: theta as f32,
             rms_eps: json["rms_norm_eps"].as_f64().unwrap_or(1e-6) as f32,
         };
+        let quantized = compressed_tensors::format_of(&json, &config_path)?;
         let model = dir.join("model.safetensors");
-        let tensors = candle_core::safetensors::load(&model, &Device::Cpu)
+        let bytes = std::fs::read(&model).map_err(CollectError::io(&model))?;
+        let st = safetensors::SafeTensors::deserialize(&bytes)
             .map_err(|e| bad(&model, e.to_string()))?;
-        let take = |name: &str| -> Result<Vec<f32>> {
-            let t: Tensor = tensors
-                .get(name)
-                .ok_or_else(|| bad(&model, format!("tensor {name} missing")))?
-                .to_dtype(DType::F32)?;
-            Ok(t.flatten_all()?.to_vec1::<f32>()?)
-        };
+        let tensors = Tensors { st, path: &model };
+        let (h, kv, i) = (
+            config.hidden,
+            config.kv_heads * config.head_dim(),
+            config.intermediate,
+        );
         let mut layers = Vec::with_capacity(config.layers);
         for l in 0..config.layers {
-            let w = |n: &str| take(&format!("model.layers.{l}.{n}.weight"));
+            let name = |n: &str| format!("model.layers.{l}.{n}");
+            let norm = |n: &str| tensors.floats(&format!("{}.weight", name(n)), h);
+            let linear = |n: &str, rows, cols| tensors.linear(&name(n), quantized, rows, cols);
             layers.push(LayerWeights {
-                attn_norm: w("input_layernorm")?,
-                q: w("self_attn.q_proj")?,
-                k: w("self_attn.k_proj")?,
-                v: w("self_attn.v_proj")?,
-                o: w("self_attn.o_proj")?,
-                ffn_norm: w("post_attention_layernorm")?,
-                gate: w("mlp.gate_proj")?,
-                up: w("mlp.up_proj")?,
-                down: w("mlp.down_proj")?,
+                attn_norm: norm("input_layernorm")?,
+                q: linear("self_attn.q_proj", h, h)?,
+                k: linear("self_attn.k_proj", kv, h)?,
+                v: linear("self_attn.v_proj", kv, h)?,
+                o: linear("self_attn.o_proj", h, h)?,
+                ffn_norm: norm("post_attention_layernorm")?,
+                gate: linear("mlp.gate_proj", i, h)?,
+                up: linear("mlp.up_proj", i, h)?,
+                down: linear("mlp.down_proj", h, i)?,
             });
         }
+        let table = config.vocab * h;
         let tied = json["tie_word_embeddings"].as_bool().unwrap_or(false);
         let lm_head = if tied {
             None
         } else {
-            Some(take("lm_head.weight")?)
+            Some(tensors.floats("lm_head.weight", table)?)
         };
         let weights = LlamaWeights {
-            embed: take("model.embed_tokens.weight")?,
-            final_norm: take("model.norm.weight")?,
+            embed: tensors.floats("model.embed_tokens.weight", table)?,
+            final_norm: tensors.floats("model.norm.weight", h)?,
             config,
             lm_head,
             layers,
+            quantized,
         };
         weights.check(&model)?;
         Ok(weights)

@@ -5,6 +5,7 @@ mod cache;
 mod candle_layers;
 pub mod chat_template;
 pub mod cnn_digits;
+pub mod compressed_tensors;
 pub mod digits;
 mod image_model;
 pub mod llama_weights;
@@ -80,7 +81,7 @@ impl Model {
                 let path = smollm2::weights_path(weights)?;
                 let info = ModelInfo {
                     id: id.name().into(),
-                    weights_sha256: sha256_file(&path)?,
+                    weights_sha256: weights_sha256(&path)?,
                     task: "causal-lm".into(),
                 };
                 Ok(Model::Lm { path, info })
@@ -170,17 +171,31 @@ pub fn bad_gguf(path: &Path, reason: String) -> CollectError {
 }
 
 pub fn sha256_file(path: &Path) -> Result<String> {
+    sha256_files(&[path.to_path_buf()])
+}
+
+/// sha256 over the files' bytes, one after the other.
+fn sha256_files(paths: &[std::path::PathBuf]) -> Result<String> {
     use sha2::{Digest, Sha256};
     use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(CollectError::io(path))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(CollectError::io(path))?;
-        if n == 0 {
-            break;
+    for path in paths {
+        let mut f = std::fs::File::open(path).map_err(CollectError::io(path))?;
+        loop {
+            let n = f.read(&mut buf).map_err(CollectError::io(path))?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
         }
-        h.update(&buf[..n]);
     }
     Ok(hex::encode(h.finalize()))
+}
+
+/// A language model's identity: its GGUF file's sha256, or for a Hugging Face checkpoint
+/// directory the sha256 over its safetensors files in name order (a one-file checkpoint's is
+/// the file's own, as the hub lists it).
+pub fn weights_sha256(path: &Path) -> Result<String> {
+    sha256_files(&llama_weights::identity_files(path)?)
 }

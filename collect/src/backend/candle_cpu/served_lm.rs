@@ -65,11 +65,33 @@ impl ServedLm {
                     .join(" ")
             ),
         })?;
+        if let Some(stored) = weights.quantized.filter(|q| *q != format) {
+            return Err(CollectError::Unsupported {
+                platform: format.to_string(),
+                model: "llama".into(),
+                reason: format!(
+                    "the checkpoint's layers are stored in {stored}: it is served at {stored} only"
+                ),
+            });
+        }
         let c = &weights.config;
+        if let Some(cols) = [c.hidden, c.intermediate]
+            .into_iter()
+            .find(|cols| !scheme.fits(*cols))
+        {
+            return Err(CollectError::Unsupported {
+                platform: format.to_string(),
+                model: "llama".into(),
+                reason: format!(
+                    "{format} cannot store a layer {cols} wide (its group does not divide it)"
+                ),
+            });
+        }
+        // A published checkpoint's layers are already the format's values; others are quantised
+        // here from their bf16 values.
+        let stored = weights.quantized.is_some();
         let linear = |w: &[f32], rows: usize, cols: usize| -> Result<Linear> {
-            let mut w = bf16s(w);
-            scheme.weights(&mut w, cols);
-            let weight_t = Tensor::from_vec(w, (rows, cols), &Device::Cpu)?
+            let weight_t = Tensor::from_vec(w.to_vec(), (rows, cols), &Device::Cpu)?
                 .t()?
                 .contiguous()?;
             Ok(Linear {
@@ -80,6 +102,14 @@ impl ServedLm {
         };
         let mut layers = Vec::with_capacity(c.layers);
         for l in &weights.layers {
+            let mut quantised;
+            let l = if stored {
+                l
+            } else {
+                quantised = l.clone();
+                quantised.quantise(scheme.as_ref(), c);
+                &quantised
+            };
             let [q, k, v, o, gate, up, down] = l.linears(c);
             layers.push(Layer {
                 attn_norm: bf16s(&l.attn_norm),

@@ -9,7 +9,10 @@
 //!  4. per evidence mode (exact, rounded to fp16 or 4 decimals, text only): requests and output
 //!     tokens to a verdict when F16 is claimed and Q8_0 or Q4_0 served;
 //!  5. the one-command audit (`hspi audit --pack`, the shipped SmolLM2 pack) on loopback: wall
-//!     time of the whole command (pack check, draw, queries, contract checks, report files).
+//!     time of the whole command (pack check, draw, queries, contract checks, report files);
+//!  6. per format pair across engines: output tokens to a format verdict when engines none of us
+//!     wrote (vLLM, PyTorch serving llm-compressor's checkpoints; their committed atlases) serve
+//!     one format and a router word is claimed, audited with the shipped pack.
 //!
 //! Border-probe time per EQC pair has its own bench: `cargo bench -p hspi-collect --bench border_pair`.
 
@@ -20,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use common::llama::start;
-use common::ok;
+use common::{atlas, ok, shipped_pack};
 use hspi_classify::verify::{Verifier, VerifyParams};
 use hspi_classify::{run_audit, RecordSource};
 use hspi_classify::{PlatformModel, ReferenceIndex};
@@ -31,6 +34,74 @@ use rand_chacha::ChaCha8Rng;
 
 const FORMATS: [&str; 4] = ["F32", "F16", "Q8_0", "Q4_0"];
 const TRIALS: u64 = 50;
+/// (atlas, served variant, router word claimed, the verdict it should reach) for bench 6.
+const FORMAT_PAIRS: [(&str, &str, &str, &str); 14] = [
+    ("vllm-cpu", "bf16", "bf16", "consistent"),
+    ("vllm-cpu", "bf16", "fp16", "mismatch"),
+    ("vllm-cpu", "int8-w8a8", "int8", "consistent"),
+    ("vllm-cpu", "int8-w8a8", "bf16", "mismatch"),
+    ("transformers-compressed", "bf16", "bf16", "consistent"),
+    ("transformers-compressed", "bf16", "fp16", "mismatch"),
+    ("transformers-compressed", "fp8-w8a8", "fp8", "consistent"),
+    ("transformers-compressed", "fp8-w8a8", "bf16", "mismatch"),
+    ("transformers-compressed", "int8-w8a8", "int8", "consistent"),
+    ("transformers-compressed", "int4-w4a16-g64", "int4", "consistent"),
+    ("transformers-compressed", "int4-w4a16-g64", "int8", "mismatch"),
+    ("transformers-compressed", "nvfp4-a16", "fp4", "consistent"),
+    ("transformers-compressed", "nvfp4-a16", "fp8", "mismatch"),
+    ("transformers-compressed", "nvfp4-a16", "int4", "mismatch"),
+];
+
+/// Bench 6: each format pair's share of audits reaching its verdict and the output tokens they
+/// took (`hspi verify --audits`, the shipped pack's classifier and references).
+fn format_pairs() -> Vec<serde_json::Value> {
+    let pack = shipped_pack();
+    let classifier = pack.join("classifier.json");
+    let mut refs: Vec<String> = std::fs::read_dir(pack.join("references"))
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
+    refs.sort();
+    let audits = TRIALS.to_string();
+    FORMAT_PAIRS
+        .iter()
+        .map(|(dir, variant, claim, expected)| {
+            let served: Vec<String> = ["train", "unseen"]
+                .iter()
+                .map(|s| atlas(dir).join(format!("{variant}-{s}")).display().to_string())
+                .collect();
+            let claim_pattern = format!("*/*/{claim}/*");
+            let mut args = vec!["verify"];
+            args.extend(served.iter().map(String::as_str));
+            args.extend([
+                "--json",
+                "--classifier",
+                classifier.to_str().unwrap(),
+                "--claim",
+                &claim_pattern,
+                "--audits",
+                &audits,
+                "--max-tokens-total",
+                "256",
+                "--references",
+            ]);
+            args.extend(refs.iter().map(String::as_str));
+            let t: serde_json::Value = serde_json::from_str(&ok(&args).stdout).unwrap();
+            let reached = t["dimensions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d[0] == "format")
+                .and_then(|d| d[1][expected].as_u64())
+                .unwrap_or(0);
+            serde_json::json!({
+                "engine": dir, "served": variant, "claimed": claim, "expected": expected,
+                "audits": TRIALS, "reached": reached,
+                "tokens_mean": t["mean_output_tokens"], "tokens_max": t["max_output_tokens"],
+            })
+        })
+        .collect()
+}
 /// What the provider's endpoint shows: each mode's requests and tokens to a verdict.
 const MODES: [&str; 4] = ["exact", "rounded:fp16", "rounded:4dp", "text-only"];
 
@@ -388,9 +459,24 @@ print(json.dumps({"seconds": secs, "accuracy": float((grid.predict(te[:, 1:]) ==
         sk["seconds"].as_f64().unwrap_or(f64::NAN),
         sk["accuracy"].as_f64().unwrap_or(f64::NAN) * 100.0
     );
+    let pairs = format_pairs();
+    println!("\n| engine | served | claimed | verdict expected | reached in {TRIALS} audits | output tokens, mean (max) |\n| --- | --- | --- | --- | --- | --- |");
+    for p in &pairs {
+        println!(
+            "| {} | {} | {} | {} | {} | {:.1} ({}) |",
+            p["engine"].as_str().unwrap(),
+            p["served"].as_str().unwrap(),
+            p["claimed"].as_str().unwrap(),
+            p["expected"].as_str().unwrap(),
+            p["reached"],
+            p["tokens_mean"].as_f64().unwrap_or(f64::NAN),
+            p["tokens_max"]
+        );
+    }
     println!(
         "{}",
         serde_json::json!({
+            "format_pairs": pairs,
             "query_efficiency": rows.iter().map(|(q, right, mean, max, mmd)| serde_json::json!({
                 "served": q, "claimed": "F16", "trials": TRIALS, "verifier_right": right,
                 "verifier_tokens_mean": mean, "verifier_tokens_max": max, "mmd_tokens_99": mmd,

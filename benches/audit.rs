@@ -45,8 +45,18 @@ const FORMAT_PAIRS: [(&str, &str, &str, &str); 14] = [
     ("transformers-compressed", "fp8-w8a8", "fp8", "consistent"),
     ("transformers-compressed", "fp8-w8a8", "bf16", "mismatch"),
     ("transformers-compressed", "int8-w8a8", "int8", "consistent"),
-    ("transformers-compressed", "int4-w4a16-g64", "int4", "consistent"),
-    ("transformers-compressed", "int4-w4a16-g64", "int8", "mismatch"),
+    (
+        "transformers-compressed",
+        "int4-w4a16-g64",
+        "int4",
+        "consistent",
+    ),
+    (
+        "transformers-compressed",
+        "int4-w4a16-g64",
+        "int8",
+        "mismatch",
+    ),
     ("transformers-compressed", "nvfp4-a16", "fp4", "consistent"),
     ("transformers-compressed", "nvfp4-a16", "fp8", "mismatch"),
     ("transformers-compressed", "nvfp4-a16", "int4", "mismatch"),
@@ -68,7 +78,12 @@ fn format_pairs() -> Vec<serde_json::Value> {
         .map(|(dir, variant, claim, expected)| {
             let served: Vec<String> = ["train", "unseen"]
                 .iter()
-                .map(|s| atlas(dir).join(format!("{variant}-{s}")).display().to_string())
+                .map(|s| {
+                    atlas(dir)
+                        .join(format!("{variant}-{s}"))
+                        .display()
+                        .to_string()
+                })
                 .collect();
             let claim_pattern = format!("*/*/{claim}/*");
             let mut args = vec!["verify"];

@@ -316,3 +316,55 @@ fn an_installed_pack_is_listed_and_found_by_model() {
     assert_eq!(code, 2);
     assert!(err.contains("no installed pack for model llama-3"), "{err}");
 }
+
+/// `pack build --formats` with router words: `int4` is llama.cpp's Q4_0 and the market's INT4
+/// W4A16 (group 64) computed by hspi's own engine as vLLM computes it, each a platform of the
+/// pack with every pool prompt; a word no engine here computes is refused by name.
+#[test]
+fn a_pack_builds_a_router_words_formats_on_llama_cpp_and_hspis_own_engine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("pack");
+    let build = |formats: &str| {
+        run(&[
+            "pack",
+            "build",
+            "--model",
+            "smollm2",
+            "--formats",
+            formats,
+            "--count",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+            "--force",
+        ])
+    };
+    let r = build("fp6");
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("fp6"), "{}", r.stderr);
+    let r = build("int4");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("pack.json")).unwrap()).unwrap();
+    let platforms: Vec<(String, u64, String)> = manifest["platforms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["platform"].as_str().unwrap().to_string(),
+                p["probes"].as_u64().unwrap(),
+                p["source"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(platforms.len(), 2, "{platforms:?}");
+    assert!(platforms.iter().all(|p| p.1 == 3), "{platforms:?}");
+    assert!(platforms
+        .iter()
+        .any(|p| p.0.contains("/llamacpp-") && p.0.contains("/q4_0/")));
+    assert!(platforms.iter().any(|p| p.0.contains("/candle-")
+        && p.0.contains("/int4-w4a16-g64/")
+        && p.2.contains("hspi's own engine")));
+    ok(&["pack", "verify", out.to_str().unwrap()]);
+}

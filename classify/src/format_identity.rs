@@ -357,8 +357,30 @@ impl FormatShapes {
         self.formats.iter().copied().zip(&self.shares)
     }
 
-    /// The identity of the answers whose best-scoring known format is `nearest`.
+    /// The identity of the answers whose best-scoring known format is `nearest`. Where they lack
+    /// its pattern, a format known by its size alone (activations quantised at run time, whose
+    /// direction each engine sets its own way, so that it seldom scores best) is what they are if
+    /// it is the only one their size fits.
     pub fn identity(&self, nearest: NumericFormat) -> FormatIdentity {
+        let id = self.identity_of(nearest);
+        if matches!(id, FormatIdentity::Known { .. }) {
+            return id;
+        }
+        let fits: Vec<FormatIdentity> = self
+            .formats
+            .iter()
+            .skip(1)
+            .filter(|f| **f != nearest && signature(**f) == Signature::Size)
+            .map(|f| self.identity_of(*f))
+            .filter(|i| matches!(i, FormatIdentity::Known { .. }))
+            .collect();
+        match <[FormatIdentity; 1]>::try_from(fits) {
+            Ok([only]) => only,
+            Err(_) => id,
+        }
+    }
+
+    fn identity_of(&self, nearest: NumericFormat) -> FormatIdentity {
         let known = |firm: bool| FormatIdentity::Known {
             format: nearest,
             firm,

@@ -14,6 +14,10 @@ pub enum Command {
         /// Datasets asked again on the same platforms (determinism flags).
         #[arg(long, num_args = 1..)]
         repeats: Vec<PathBuf>,
+        /// What produced the datasets, as the pack's platform list shows it (default: "merged
+        /// from PATH").
+        #[arg(long)]
+        source: Option<String>,
     },
     /// Check every file of a pack against its manifest.
     Verify { pack: PathBuf },

@@ -38,10 +38,12 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             pack,
             datasets,
             repeats,
+            source,
         } => merge_into_pack(
             &pack,
             &datasets,
             &repeats,
+            source.as_deref(),
             &command_line(),
             &printer::lines(),
         )?,

@@ -613,11 +613,9 @@ pub fn merge_into_pack(
                 records.len()
             ));
             copy_tree(d, &free_dir(&work.join(sub), &platform), &skip)?;
-            sources
-                .entry(platform)
-                .or_insert_with(|| {
-                    source.map_or_else(|| format!("merged from {}", d.display()), String::from)
-                });
+            sources.entry(platform).or_insert_with(|| {
+                source.map_or_else(|| format!("merged from {}", d.display()), String::from)
+            });
         }
     }
     let _ = std::fs::remove_file(work.join(hspi_pack::MANIFEST));

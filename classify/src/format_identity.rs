@@ -380,6 +380,15 @@ impl FormatShapes {
         }
     }
 
+    /// Whether the answers are `format`, a format known by its size alone, on their size (over
+    /// enough values). Its pattern never shows, so another format's pattern, shown by chance on
+    /// a few answers, does not rule it out.
+    pub fn fits_by_size(&self, format: NumericFormat) -> bool {
+        self.formats.contains(&format)
+            && signature(format) == Signature::Size
+            && matches!(self.identity_of(format), FormatIdentity::Known { .. })
+    }
+
     fn identity_of(&self, nearest: NumericFormat) -> FormatIdentity {
         let known = |firm: bool| FormatIdentity::Known {
             format: nearest,

@@ -127,3 +127,60 @@ fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_refer
     assert_eq!(format_verdict(&r), "mismatch", "{r}");
     assert!(r["spent"]["output_tokens"].as_u64().unwrap() <= 64, "{r}");
 }
+
+/// The Hugging Face checkpoint vLLM serves (`.ci/vllm-convert` of the packaged GGUF) is a model
+/// hspi computes itself: its tokenizer.json and chat template give the GGUF's vocabulary, and
+/// hspi's engine answers from it bit for bit as from the GGUF, at bf16 and at INT8 W8A8, under
+/// an identity of its own (the safetensors' sha256).
+#[test]
+fn hspi_computes_the_checkpoint_vllm_serves_as_it_computes_the_gguf() {
+    use hspi_collect::serve::codec::Codec;
+    let dir = common::vllm::checkpoint();
+    let gguf = hspi_collect::zoo::smollm2::weights_path(None).unwrap();
+    let (ours, theirs) = (
+        Codec::from_checkpoint(&dir).unwrap(),
+        Codec::from_gguf(&gguf).unwrap(),
+    );
+    assert_eq!(ours.fingerprint(), theirs.fingerprint());
+    let prompt = "Tell me about 2024 in 3 words";
+    assert_eq!(
+        ours.chat_prompt_tokens(prompt).unwrap(),
+        theirs.chat_prompt_tokens(prompt).unwrap()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let probes = tmp.path().join("probes.json");
+    let p = probes.to_str().unwrap();
+    ok(&[
+        "probe", "random", "--model", "smollm2", "--count", "2", "--seed", "5", "--out", p,
+    ]);
+    let isa = hspi_datasets::provenance::isa_path();
+    let platforms = format!(
+        "cpu-{isa}/candle-{v}/bf16/bs1,cpu-{isa}/candle-{v}/int8-w8a8/bs1",
+        v = hspi_collect::CANDLE_VERSION
+    );
+    let collect = |weights: &Path, out: &Path| {
+        ok(&[
+            "collect",
+            "--model",
+            "smollm2",
+            "--weights",
+            weights.to_str().unwrap(),
+            "--platforms",
+            &platforms,
+            "--probes",
+            p,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+    };
+    let (a, b) = (tmp.path().join("checkpoint"), tmp.path().join("gguf"));
+    collect(&dir, &a);
+    collect(&gguf, &b);
+    assert_eq!(record_set(&a), record_set(&b));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["model"]["weights_sha256"].as_str().unwrap(),
+        hspi_collect::zoo::sha256_file(&dir.join("model.safetensors")).unwrap()
+    );
+}

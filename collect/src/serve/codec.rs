@@ -10,7 +10,8 @@ pub enum Codec {
     /// The tiny LM's character vocabulary; a chat request's prompt is its last user message
     /// (the model was trained on plain text, it has no chat format).
     Tiny(TinyLm),
-    /// A GGUF model's byte-level BPE vocabulary and chat template, as llama-server uses them.
+    /// A GGUF model's (or a checkpoint directory's) byte-level BPE vocabulary and chat
+    /// template, as llama-server uses them.
     Gguf {
         bpe: Box<Bpe>,
         template: ChatTemplate,
@@ -21,13 +22,7 @@ impl Codec {
     pub fn for_model(model: &Model, platform: &hspi_datasets::Platform) -> Result<Codec> {
         Ok(match model {
             Model::Tiny(lm) => Codec::Tiny(lm.clone()),
-            Model::Lm { path, .. } if path.is_dir() => {
-                return Err(CollectError::Unsupported {
-                    platform: platform.to_string(),
-                    model: path.display().to_string(),
-                    reason: "hspi reads a model's tokenizer and chat template from its GGUF file; a checkpoint directory's tokenizer.json is not read yet\nhint: serve the checkpoint with vLLM or transformers, or give the GGUF file of the same model".into(),
-                })
-            }
+            Model::Lm { path, .. } if path.is_dir() => Codec::from_checkpoint(path)?,
             Model::Lm { path, .. } => Codec::from_gguf(path)?,
             Model::Image(m) => {
                 return Err(CollectError::Unsupported {
@@ -47,6 +42,14 @@ impl Codec {
         Ok(Codec::Gguf {
             bpe: Box::new(Bpe::from_content(path, &content)?),
             template: ChatTemplate::from_content(path, &content)?,
+        })
+    }
+
+    /// The vocabulary and chat template of a Hugging Face checkpoint directory.
+    pub fn from_checkpoint(dir: &std::path::Path) -> Result<Codec> {
+        Ok(Codec::Gguf {
+            bpe: Box::new(Bpe::from_tokenizer_json(dir)?),
+            template: ChatTemplate::from_dir(dir)?,
         })
     }
 

@@ -61,23 +61,110 @@ impl Bpe {
                 .map_err(|e| bad(format!("tokenizer.ggml.token_type: {e}")))?,
             None => Vec::new(),
         };
-        let mut control: Vec<(String, u32)> = types
+        let control: Vec<u32> = types
             .iter()
             .enumerate()
             .filter(|(_, t)| **t == 3)
-            .filter_map(|(i, _)| tokens.get(i).map(|t| (t.clone(), i as u32)))
+            .map(|(i, _)| i as u32)
             .collect();
-        control.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.1.cmp(&b.1)));
         let eos = content
             .metadata
             .get("tokenizer.ggml.eos_token_id")
             .and_then(|v| v.to_u32().ok());
+        let merges = strings("tokenizer.ggml.merges")?;
+        Bpe::new(tokens, &control, eos, merges, &bad)
+    }
+
+    /// The vocabulary of a Hugging Face checkpoint directory: `tokenizer.json` (a byte-level BPE
+    /// pre-tokenised as SmolLM2's: every digit alone, then GPT-2's pattern), its special added
+    /// tokens as control tokens, the end of sequence from `config.json`. Converted from a GGUF
+    /// file, it has the GGUF's fingerprint.
+    pub fn from_tokenizer_json(dir: &Path) -> Result<Bpe> {
+        let path = dir.join("tokenizer.json");
+        let bad = |reason: String| CollectError::BadWeights {
+            model: "tokenizer".into(),
+            path: path.clone(),
+            reason,
+        };
+        let text = std::fs::read_to_string(&path).map_err(CollectError::io(&path))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let model = &json["model"];
+        if model["type"] != "BPE" {
+            return Err(bad(format!(
+                "model type {}: hspi reads byte-level BPE",
+                model["type"]
+            )));
+        }
+        let pre = json["pre_tokenizer"].to_string();
+        if !(pre.contains("\"individual_digits\":true") && pre.contains("ByteLevel")) {
+            return Err(bad(format!(
+                "pre-tokenizer {pre}: hspi pre-tokenises as SmolLM2 does (digits alone, then byte-level)"
+            )));
+        }
+        let vocab = model["vocab"]
+            .as_object()
+            .ok_or_else(|| bad("no model.vocab".into()))?;
+        let added = json["added_tokens"].as_array().cloned().unwrap_or_default();
+        let mut by_id: std::collections::BTreeMap<u32, String> = vocab
+            .iter()
+            .filter_map(|(t, id)| Some((id.as_u64()? as u32, t.clone())))
+            .collect();
+        let mut control = Vec::new();
+        for a in &added {
+            let (Some(id), Some(content)) = (a["id"].as_u64(), a["content"].as_str()) else {
+                continue;
+            };
+            by_id.insert(id as u32, content.to_string());
+            if a["special"].as_bool() == Some(true) {
+                control.push(id as u32);
+            }
+        }
+        let tokens: Vec<String> = by_id.values().cloned().collect();
+        if by_id.keys().enumerate().any(|(i, id)| i as u32 != *id) {
+            return Err(bad("token ids are not 0..n without gaps".into()));
+        }
+        let merges = model["merges"]
+            .as_array()
+            .ok_or_else(|| bad("no model.merges".into()))?
+            .iter()
+            .map(|m| match m {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Array(pair) => Some(format!(
+                    "{} {}",
+                    pair.first()?.as_str()?,
+                    pair.get(1)?.as_str()?
+                )),
+                _ => None,
+            })
+            .collect::<Option<Vec<String>>>()
+            .ok_or_else(|| bad("a merge is neither \"a b\" nor [a, b]".into()))?;
+        let config = dir.join("config.json");
+        let eos = std::fs::read_to_string(&config)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|c| c["eos_token_id"].as_u64())
+            .map(|id| id as u32);
+        Bpe::new(tokens, &control, eos, merges, &bad)
+    }
+
+    fn new(
+        tokens: Vec<String>,
+        control_ids: &[u32],
+        eos: Option<u32>,
+        merges: Vec<String>,
+        bad: &dyn Fn(String) -> CollectError,
+    ) -> Result<Bpe> {
+        let mut control: Vec<(String, u32)> = control_ids
+            .iter()
+            .filter_map(|i| tokens.get(*i as usize).map(|t| (t.clone(), *i)))
+            .collect();
+        control.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.1.cmp(&b.1)));
         let end_of_generation = control
             .iter()
             .filter(|(t, id)| Some(*id) == eos || END_OF_TURN.contains(&t.as_str()))
             .map(|(_, id)| *id)
             .collect();
-        let merges = strings("tokenizer.ggml.merges")?;
         let mut ranks = HashMap::with_capacity(merges.len());
         for (rank, merge) in merges.iter().enumerate() {
             let (a, b) = merge

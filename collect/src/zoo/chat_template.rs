@@ -28,6 +28,52 @@ impl ChatTemplate {
         ChatTemplate::from_content(path, &super::read_gguf(path)?)
     }
 
+    /// The template of a Hugging Face checkpoint directory: `chat_template.jinja`, else
+    /// `tokenizer_config.json`'s `chat_template`, with its `bos_token` and `eos_token`.
+    pub fn from_dir(dir: &Path) -> Result<ChatTemplate> {
+        let config_path = dir.join("tokenizer_config.json");
+        let bad = |path: &Path, reason: String| CollectError::BadWeights {
+            model: "chat template".into(),
+            path: path.into(),
+            reason,
+        };
+        let config: serde_json::Value = match std::fs::read_to_string(&config_path) {
+            Ok(t) => serde_json::from_str(&t).map_err(|e| bad(&config_path, e.to_string()))?,
+            Err(_) => serde_json::Value::Null,
+        };
+        let jinja = dir.join("chat_template.jinja");
+        let source = match std::fs::read_to_string(&jinja) {
+            Ok(t) => t,
+            Err(_) => config["chat_template"]
+                .as_str()
+                .map(String::from)
+                .ok_or_else(|| {
+                    bad(
+                        dir,
+                        "no chat_template.jinja and no chat_template in tokenizer_config.json"
+                            .into(),
+                    )
+                })?,
+        };
+        // A token is written as a string or as {"content": …}.
+        let token = |key: &str| {
+            let v = &config[key];
+            v.as_str()
+                .or_else(|| v["content"].as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let template = ChatTemplate {
+            source,
+            bos: token("bos_token"),
+            eos: token("eos_token"),
+        };
+        template
+            .render(&[])
+            .map_err(|e| bad(&jinja, format!("chat template: {e}")))?;
+        Ok(template)
+    }
+
     /// The template in `content`, read from the GGUF file at `path` (named in errors).
     pub fn from_content(path: &Path, content: &gguf_file::Content) -> Result<ChatTemplate> {
         let bad = |reason: String| super::bad_gguf(path, reason);

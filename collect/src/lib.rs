@@ -8,6 +8,7 @@ pub mod grid;
 pub mod http;
 pub mod listing;
 pub mod llama;
+pub mod rounding;
 pub mod scheme;
 pub mod serve;
 pub mod session;

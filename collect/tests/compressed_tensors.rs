@@ -43,7 +43,7 @@ fn differences(dir: &str, format: NumericFormat) -> (usize, usize) {
     let scheme = scheme::for_format(format).unwrap();
     let mut ours = base.clone();
     for layer in &mut ours.layers {
-        layer.quantise(scheme.as_ref(), &base.config);
+        scheme::quantise_layer(layer, scheme.as_ref(), &base.config);
     }
     let (mut differ, mut total) = (0, 0);
     for ((name, ours, _), (_, p, _)) in linears(&ours).into_iter().zip(linears(&published)) {

@@ -14,7 +14,9 @@ mod nvfp4;
 
 use hspi_datasets::NumericFormat;
 
-pub use crate::backend::emulated::quant::{amax, round_bf16, round_fp4_e2m1, round_fp8_e4m3};
+use crate::zoo::llama_weights::{LayerWeights, LlamaConfig};
+
+pub use crate::rounding::{amax, round_bf16, round_fp4_e2m1, round_fp8_e4m3};
 
 /// One format's linear layer. Weights are `[out, in]` row-major (a row is an output channel,
 /// quantised along the reduction); activations `[tokens, in]`.
@@ -71,6 +73,27 @@ pub fn market_formats() -> Vec<NumericFormat> {
         NumericFormat::MxFp4,
     ]
     .into()
+}
+
+/// A llama layer's linear layers rounded to bf16 (the published model's dtype) and quantised by
+/// `scheme`, q, k and v as one fused layer and gate and up as another, as the engines run them.
+pub fn quantise_layer(layer: &mut LayerWeights, scheme: &dyn LinearScheme, c: &LlamaConfig) {
+    let (h, i) = (c.hidden, c.intermediate);
+    for w in [
+        &mut layer.q,
+        &mut layer.k,
+        &mut layer.v,
+        &mut layer.o,
+        &mut layer.gate,
+        &mut layer.up,
+        &mut layer.down,
+    ] {
+        w.iter_mut().for_each(|v| *v = round_bf16(*v));
+    }
+    scheme.fused_weights(&mut [&mut layer.q, &mut layer.k, &mut layer.v], h);
+    scheme.weights(&mut layer.o, h);
+    scheme.fused_weights(&mut [&mut layer.gate, &mut layer.up], h);
+    scheme.weights(&mut layer.down, i);
 }
 
 /// Each row of `xs` (`cols` wide) quantised and dequantised by `f`.

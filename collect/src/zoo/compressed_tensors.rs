@@ -14,7 +14,7 @@ use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
 
 use crate::error::{CollectError, Result};
-use crate::scheme::round_bf16;
+use crate::rounding::round_bf16;
 
 fn bad(path: &Path, reason: impl Into<String>) -> CollectError {
     CollectError::BadWeights {

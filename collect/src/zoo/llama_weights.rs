@@ -11,7 +11,6 @@ use hspi_datasets::NumericFormat;
 
 use super::compressed_tensors::{self, Tensors};
 use crate::error::{CollectError, Result};
-use crate::scheme::{round_bf16, LinearScheme};
 
 /// What the forward pass needs to know of a llama model.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,29 +58,6 @@ impl LayerWeights {
             ("mlp.up_proj", &self.up, i, h),
             ("mlp.down_proj", &self.down, h, i),
         ]
-    }
-}
-
-impl LayerWeights {
-    /// The layer's linear layers rounded to bf16 (the published model's dtype) and quantised by
-    /// `scheme`, q, k and v as one fused layer and gate and up as another, as the engines run them.
-    pub fn quantise(&mut self, scheme: &dyn LinearScheme, c: &LlamaConfig) {
-        let (h, i) = (c.hidden, c.intermediate);
-        for w in [
-            &mut self.q,
-            &mut self.k,
-            &mut self.v,
-            &mut self.o,
-            &mut self.gate,
-            &mut self.up,
-            &mut self.down,
-        ] {
-            w.iter_mut().for_each(|v| *v = round_bf16(*v));
-        }
-        scheme.fused_weights(&mut [&mut self.q, &mut self.k, &mut self.v], h);
-        scheme.weights(&mut self.o, h);
-        scheme.fused_weights(&mut [&mut self.gate, &mut self.up], h);
-        scheme.weights(&mut self.down, i);
     }
 }
 

@@ -107,7 +107,7 @@ impl ServedLm {
                 l
             } else {
                 quantised = l.clone();
-                quantised.quantise(scheme.as_ref(), c);
+                scheme::quantise_layer(&mut quantised, scheme.as_ref(), c);
                 &quantised
             };
             let [q, k, v, o, gate, up, down] = l.linears(c);

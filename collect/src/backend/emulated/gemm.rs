@@ -6,7 +6,7 @@
 
 use hspi_datasets::{Accumulator, KernelOptions, ReductionOrder};
 
-use super::quant::{round_bf16, round_f16};
+use crate::rounding::{round_bf16, round_f16};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Gemm {

@@ -11,10 +11,10 @@ use super::gpu_dot::GpuDot;
 use super::im2col;
 use super::max_pool2;
 use super::plan::KernelPlan;
-use super::quant::{round_bf16, round_f16};
 use super::tensor_core::Arch;
 use crate::backend::ImageRunner;
 use crate::error::{CollectError, Result};
+use crate::rounding::{round_bf16, round_f16};
 use crate::zoo::{ImageModel, Layer};
 
 /// A GEMM as cuBLAS sees it: C (m × n) = A (m × k) · B (k × n).

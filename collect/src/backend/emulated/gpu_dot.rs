@@ -7,9 +7,9 @@
 use hspi_datasets::{Accumulator, KernelOptions, NumericFormat, ReductionOrder};
 
 use super::gemm::Gemm;
-use super::quant::{round_f16, round_tf32};
 use super::tensor_core::{Arch, BlockFma};
 use crate::error::{CollectError, Result};
+use crate::rounding::{round_f16, round_tf32};
 
 #[derive(Debug, Clone, Copy)]
 pub enum GpuDot {

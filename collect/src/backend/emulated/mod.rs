@@ -12,7 +12,7 @@ pub mod gpu;
 mod gpu_dot;
 mod grid;
 pub mod plan;
-pub mod quant;
+pub use crate::rounding as quant;
 pub mod tensor_core;
 
 pub use gemm::Gemm;

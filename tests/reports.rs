@@ -185,6 +185,7 @@ fn audit_reports_render_and_bundles_detect_any_changed_byte() {
         "--out",
         pdf.to_str().unwrap(),
     ]);
+    assert_pdf_opens_cleanly(&pdf);
     let prefix = tmp.path().join("page");
     let r = Command::new(tool("pdftoppm"))
         .args(["-png", "-r", "50", "-f", "1", "-l", "1"])

@@ -367,6 +367,7 @@ fn check_reports(tmp: &Path, dir: &Path) {
 
     let pdf = tmp.join("comparison.pdf");
     render(dir, "pdf", &pdf);
+    assert_pdf_opens_cleanly(&pdf);
     let text = |args: &[&str]| {
         let out = Command::new("pdftotext")
             .args(args)

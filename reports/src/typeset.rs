@@ -214,7 +214,13 @@ pub fn pdf(doc: &Doc) -> Vec<u8> {
             doc.source
         )
     });
-    typst_pdf::pdf(&document, &typst_pdf::PdfOptions::default()).unwrap_or_else(|errors| {
+    // Untagged: a tagged PDF 1.7 carries `/MarkInfo << /Suspects false >>`, which poppler
+    // (pdfinfo, pdftoppm) reports as a syntax error on every page it opens.
+    let options = typst_pdf::PdfOptions {
+        tagged: false,
+        ..Default::default()
+    };
+    typst_pdf::pdf(&document, &options).unwrap_or_else(|errors| {
         let messages: Vec<String> = errors.iter().map(|e| e.message.to_string()).collect();
         panic!("Typst could not write the PDF: {}", messages.join("; "))
     })

@@ -238,3 +238,38 @@ pub fn collect_cnn(out: &Path, probes: &str, extra: &[&str]) -> Run {
     args.extend_from_slice(extra);
     run(&args)
 }
+
+/// A PDF opens cleanly: poppler's `pdfinfo` and `pdftoppm` print nothing on stderr (their
+/// syntax errors and warnings go there), and `qpdf --check` passes without a warning.
+pub fn assert_pdf_opens_cleanly(pdf: &Path) {
+    for (tool, args) in [
+        ("pdfinfo", vec![]),
+        ("pdftoppm", vec!["-png", "-r", "20"]),
+        ("qpdf", vec!["--check"]),
+    ] {
+        let mut cmd = std::process::Command::new(tool);
+        cmd.args(&args).arg(pdf);
+        if tool == "pdftoppm" {
+            cmd.arg(pdf.with_extension("check"));
+        }
+        let out = cmd.output().unwrap_or_else(|e| {
+            panic!(
+                "{tool} is not installed ({e}): run .ci/setup (it installs poppler-utils and qpdf)"
+            )
+        });
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(
+            out.status.success(),
+            "{tool} {}: {stdout}{stderr}",
+            pdf.display()
+        );
+        assert!(
+            stderr.trim().is_empty() && !stdout.contains("WARNING"),
+            "{tool} {}: {stdout}{stderr}",
+            pdf.display()
+        );
+    }
+}

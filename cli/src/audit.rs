@@ -14,12 +14,12 @@ pub struct Args {
     #[command(flatten)]
     pub target: EndpointTarget,
     /// An audit pack (`hspi pack`); without it and --classifier, the installed pack for --model.
-    #[arg(long)]
+    #[arg(long, help_heading = "Pack and prompts")]
     pub pack: Option<PathBuf>,
     /// Prompts drawn at random from the pack's pool for this audit.
-    #[arg(long, default_value_t = hspi_audit::DEFAULT_DRAW)]
+    #[arg(long, default_value_t = hspi_audit::DEFAULT_DRAW, help_heading = "Pack and prompts")]
     pub draw: usize,
     /// The draw's seed (default: fresh each audit; the report names it).
-    #[arg(long)]
+    #[arg(long, help_heading = "Pack and prompts")]
     pub draw_seed: Option<u64>,
 }

@@ -57,16 +57,36 @@ pub enum Command {
     Eval(Box<eval::Args>),
     /// Check a claimed platform against a target with a sequential test (exit 0 consistent,
     /// 1 mismatch or tampered, 3 inconclusive, 4 unknown platform: the worst claimed dimension).
+    #[command(after_help = "Examples:
+  hspi verify answers/ --classifier model.json --references refs/f16 refs/q8_0 --claim '*/*/f16/*'
+  hspi verify answers/ --classifier model.json --references refs/* --claim '*/*/int8/*' --audits 200 --json
+  hspi verify --endpoint http://127.0.0.1:8080/v1/chat/completions --model smollm2 \\
+    --probes prompts.json --out answers --classifier model.json --references refs/* --claim '*/*/f16/*'")]
     Verify(Box<verify::Args>),
     /// Verify a claim against an endpoint, identify what it serves, and write the report.
+    #[command(after_help = "Examples:
+  hspi audit --endpoint https://api.example/v1/chat/completions --model SmolLM2-135M-Instruct \\
+    --api-key-env EXAMPLE_KEY --claim '*/*/bf16/*' --out audit-1
+  hspi audit --endpoint http://127.0.0.1:8080/v1/chat/completions --pack datasets/packs/smollm2-llamacpp \\
+    --claim '*/*/int8/*' --out audit-2 --max-cost 0.50 --price-input 0.1 --price-output 0.4
+  hspi report --from audit-1/audit.json --format pdf --out audit-1.pdf")]
     Audit(Box<audit::Args>),
     /// Audit several providers round after round; flag changes; keep a comparison report
     /// (exit codes as audit, for the worst provider).
+    #[command(after_help = "Examples:
+  hspi watch --provider a=https://a.example/v1/chat/completions,api-key-env=A_KEY \\
+    --provider b=https://b.example/v1/chat/completions,claim='*/*/fp8/*' \\
+    --model SmolLM2-135M-Instruct --claim '*/*/bf16/*' --out watch --rounds 48 --every 30m
+  hspi report --from watch/comparison.json --format html --out comparison.html")]
     Watch(Box<watch::Args>),
     /// Audit packs: build, merge, verify, install, list.
     #[command(subcommand)]
     Pack(pack::Command),
     /// Render a report (from audit, or verify/identify/eval --report) as html, pdf, md or json.
+    #[command(after_help = "Examples:
+  hspi report --from audit-1/audit.json --format html --out audit-1.html
+  hspi report --from audit-1/audit.json --format pdf --out audit-1.pdf
+  hspi report --from watch/comparison.json --format pdf --out comparison.pdf")]
     Report(report::Args),
     /// Signed evidence bundles: keygen, sign, verify.
     #[command(subcommand)]

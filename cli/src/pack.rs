@@ -4,7 +4,14 @@ use std::path::PathBuf;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Build a pack: references from llama.cpp run here (--formats) and/or trusted endpoints.
+    /// Build a pack: references computed here (--formats: llama.cpp's and hspi's own engine's)
+    /// and/or from trusted endpoints.
+    #[command(after_help = "Examples:
+  hspi pack build --model smollm2 --alias SmolLM2-135M-Instruct --formats f32,f16,bf16,fp8,int8,int4,fp4 --out my-pack
+  hspi pack build --model my-model --gguf my-model.gguf --formats f16,q8_0,q4_0 --count 96 --out my-pack
+  hspi pack build --model my-model --reference-endpoint https://maker.example/v1/chat/completions \\
+    --label remote-maker/vllm/bf16/bs1 --reference-endpoint https://maker.example/fp8/v1/chat/completions \\
+    --label remote-maker/vllm/fp8-w8a8/bs1 --api-key-env MAKER_KEY --out my-pack")]
     Build(Box<BuildArgs>),
     /// Add reference datasets collected elsewhere (a GPU host, a Slurm shard) to a pack.
     Merge {

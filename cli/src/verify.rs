@@ -11,37 +11,37 @@ use crate::error::CliError;
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     /// The claimed platform; any part may be open: */llamacpp/f16/*.
-    #[arg(long)]
+    #[arg(long, help_heading = "Claim")]
     pub claim: String,
     /// A classifier written by `hspi train` (its classes are the claim's alternatives).
-    #[arg(long)]
+    #[arg(long, help_heading = "References (without a pack)")]
     pub classifier: Option<PathBuf>,
     /// hspi's own answers to the probes on the classifier's reference platforms.
-    #[arg(long, num_args = 1..)]
+    #[arg(long, num_args = 1.., help_heading = "References (without a pack)")]
     pub references: Vec<PathBuf>,
     /// Target probability of calling an honest server a mismatch.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, help_heading = "Statistics")]
     pub false_accusation: f64,
     /// Target probability of calling a mismatched server consistent.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, help_heading = "Statistics")]
     pub false_acceptance: f64,
     /// Stop (inconclusive) after this many queries.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, help_heading = "Budget and cost")]
     pub max_queries: usize,
     /// Stop (inconclusive) before the answers' output tokens exceed this.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, help_heading = "Budget and cost")]
     pub max_tokens_total: u64,
     /// Also write the report model (JSON, for `hspi report`) to this file.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub report: Option<PathBuf>,
     /// Over datasets: repeat the audit this many times, each in a random order, and count verdicts.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, help_heading = "Over datasets")]
     pub audits: usize,
     /// The first audit's seed (with --audits).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "Over datasets")]
     pub seed: u64,
     /// Over datasets: show the answers as such an endpoint would (text-only, rounded:fp16, …).
-    #[arg(long = "as", default_value = "exact")]
+    #[arg(long = "as", default_value = "exact", help_heading = "Over datasets")]
     pub shown_as: hspi_datasets::Presentation,
 }
 
@@ -51,7 +51,7 @@ pub struct Args {
     pub datasets: Vec<PathBuf>,
     /// Only the answers labelled with this platform (datasets that hold several, such as an
     /// atlas).
-    #[arg(long)]
+    #[arg(long, help_heading = "Over datasets")]
     pub answers_of: Option<hspi_datasets::Platform>,
     #[command(flatten)]
     pub verify: VerifyArgs,
@@ -65,19 +65,19 @@ pub struct EndpointTarget {
     #[command(flatten)]
     pub endpoint: crate::collect_http::EndpointArgs,
     /// The model name to request from the endpoint.
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", help_heading = "Endpoint")]
     pub model: String,
     /// Probe-set file of prompts (`hspi probe prompts`), the same the references answered.
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", help_heading = "Pack and prompts")]
     pub probes: String,
     /// Dataset directory for every answer received (kept whatever the verdict).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub out: Option<PathBuf>,
     /// Replace an existing --out dataset.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub force: bool,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
 }
 

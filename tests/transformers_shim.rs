@@ -139,10 +139,10 @@ fn the_transformers_shim_serves_hspi_as_an_openai_endpoint() {
     assert!(bits_changed > 0, "batching of 8 changed no bits");
     eprintln!("batched: {bits_changed} of 20 answers with other bits, {same_text} same text");
 
-    // The committed atlas repeats bit for bit only where torch takes the kernels it took there.
-    // torch picks them by its CPU capability and the CPU's flags (oneDNN's bf16/f16 paths), and
-    // a "model name" such as "AMD EPYC" names CPUs with and without AVX-512: elsewhere only the
-    // greedy texts are compared.
+    // The committed atlas repeats bit for bit only where torch takes the kernels it took there
+    // and splits them over as many threads. torch picks them by its CPU capability and the CPU's
+    // flags (oneDNN's bf16/f16 paths), and a "model name" such as "AMD EPYC" names CPUs with and
+    // without AVX-512: elsewhere only the greedy texts are compared.
     let texts = alone
         .iter()
         .filter(|(id, r)| r["outputs"]["text"] == committed[*id]["outputs"]["text"])

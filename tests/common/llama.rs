@@ -24,6 +24,20 @@ pub fn server_bin(variant: &str) -> PathBuf {
     p
 }
 
+/// Whether this CPU runs llama.cpp's AVX-512 build: every flag ggml's `GGML_AVX512` compiles
+/// with (F, CD, VL, DQ, BW), as `.ci/setup` checks before building it.
+pub fn runs_avx512_build() -> bool {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags: Vec<&str> = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    ["avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"]
+        .iter()
+        .all(|f| flags.contains(f))
+}
+
 pub fn gguf(quant: &str) -> PathBuf {
     let p = cache().join(format!("smollm2/quants/smollm2-{quant}.gguf"));
     assert!(p.exists(), "{} is missing: run .ci/setup", p.display());

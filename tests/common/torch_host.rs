@@ -4,14 +4,22 @@
 use std::path::Path;
 use std::process::Command;
 
-/// What decides which kernels torch runs on a CPU: the CPU capability torch dispatches on, the
-/// CPU's instruction-set flags (as hspi's provenance records them) and its model name.
+/// What decides which kernels torch runs on a CPU, and how it splits their work: the CPU
+/// capability torch dispatches on, the CPU's instruction-set flags (as hspi's provenance records
+/// them), its model name, and the threads torch runs (a GEMM split over more threads may sum
+/// in another order).
 #[derive(Debug, PartialEq)]
 pub struct TorchHost {
     pub capability: String,
     pub cpu_features: Vec<String>,
     pub cpu_model: String,
+    pub threads: usize,
 }
+
+/// The threads torch ran when the committed torch atlases were collected: on the 2-core
+/// development VM (datasets/atlas/README.md), torch's default of one per core. Their provenance
+/// does not record it.
+const ATLAS_THREADS: usize = 2;
 
 impl TorchHost {
     /// This machine, torch's capability as the torch of `python` reports it.
@@ -19,7 +27,7 @@ impl TorchHost {
         let out = Command::new(python)
             .args([
                 "-c",
-                "import torch; print(torch.backends.cpu.get_cpu_capability())",
+                "import torch; print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())",
             ])
             .output()
             .expect("run the torch venv's python");
@@ -29,10 +37,13 @@ impl TorchHost {
             String::from_utf8_lossy(&out.stderr)
         );
         let host = hspi_datasets::HostProvenance::detect(Vec::new());
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let (capability, threads) = stdout.trim().split_once(' ').expect("capability threads");
         TorchHost {
-            capability: String::from_utf8(out.stdout).unwrap().trim().to_string(),
+            capability: capability.to_string(),
             cpu_features: host.cpu_features,
             cpu_model: host.cpu_model,
+            threads: threads.parse().expect("torch's thread count"),
         }
     }
 
@@ -57,6 +68,7 @@ impl TorchHost {
             capability: capability.to_string(),
             cpu_features,
             cpu_model: provenance["cpu_model"].as_str().unwrap().to_string(),
+            threads: ATLAS_THREADS,
         }
     }
 }

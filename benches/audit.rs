@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use common::llama::start;
-use common::{atlas, ok, shipped_pack};
+use common::{atlas, audits_counted, ok, shipped_pack, shipped_references, tally};
 use hspi_classify::verify::{Verifier, VerifyParams};
 use hspi_classify::{run_audit, RecordSource};
 use hspi_classify::{PlatformModel, ReferenceIndex};
@@ -62,63 +62,31 @@ const FORMAT_PAIRS: [(&str, &str, &str, &str); 14] = [
     ("transformers-compressed", "nvfp4-a16", "int4", "mismatch"),
 ];
 
-/// Bench 6: each format pair's share of audits reaching its verdict and the output tokens they
+/// What the provider's endpoint shows: each mode's requests and tokens to a verdict.
+const MODES: [&str; 4] = ["exact", "rounded:fp16", "rounded:4dp", "text-only"];
+
+/// Bench 6: each format pair's count of audits reaching its verdict and the output tokens they
 /// took (`hspi verify --audits`, the shipped pack's classifier and references).
 fn format_pairs() -> Vec<serde_json::Value> {
-    let pack = shipped_pack();
-    let classifier = pack.join("classifier.json");
-    let mut refs: Vec<String> = std::fs::read_dir(pack.join("references"))
-        .unwrap()
-        .map(|e| e.unwrap().path().display().to_string())
+    let classifier = shipped_pack().join("classifier.json");
+    let refs: Vec<String> = shipped_references()
+        .iter()
+        .map(|p| p.display().to_string())
         .collect();
-    refs.sort();
-    let audits = TRIALS.to_string();
     FORMAT_PAIRS
         .iter()
         .map(|(dir, variant, claim, expected)| {
-            let served: Vec<String> = ["train", "unseen"]
-                .iter()
-                .map(|s| {
-                    atlas(dir)
-                        .join(format!("{variant}-{s}"))
-                        .display()
-                        .to_string()
-                })
-                .collect();
-            let claim_pattern = format!("*/*/{claim}/*");
-            let mut args = vec!["verify"];
-            args.extend(served.iter().map(String::as_str));
-            args.extend([
-                "--json",
-                "--classifier",
-                classifier.to_str().unwrap(),
-                "--claim",
-                &claim_pattern,
-                "--audits",
-                &audits,
-                "--max-tokens-total",
-                "256",
-                "--references",
-            ]);
-            args.extend(refs.iter().map(String::as_str));
-            let t: serde_json::Value = serde_json::from_str(&ok(&args).stdout).unwrap();
-            let reached = t["dimensions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|d| d[0] == "format")
-                .and_then(|d| d[1][expected].as_u64())
-                .unwrap_or(0);
+            let served = ["train", "unseen"].map(|s| atlas(dir).join(format!("{variant}-{s}")));
+            let pattern = format!("*/*/{claim}/*");
+            let t = audits_counted(TRIALS, &classifier, &refs, &served, &pattern, 256);
             serde_json::json!({
                 "engine": dir, "served": variant, "claimed": claim, "expected": expected,
-                "audits": TRIALS, "reached": reached,
+                "audits": TRIALS, "reached": tally(&t, "format", expected),
                 "tokens_mean": t["mean_output_tokens"], "tokens_max": t["max_output_tokens"],
             })
         })
         .collect()
 }
-/// What the provider's endpoint shows: each mode's requests and tokens to a verdict.
-const MODES: [&str; 4] = ["exact", "rounded:fp16", "rounded:4dp", "text-only"];
 
 fn label(quant: &str) -> String {
     format!(

@@ -349,14 +349,51 @@ fn tallied(
     t
 }
 
-/// The shipped pack's references, sorted.
-fn shipped_references() -> Vec<PathBuf> {
-    let mut refs: Vec<PathBuf> = std::fs::read_dir(shipped_pack().join("references"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    refs.sort();
-    refs
+/// Audits of one atlas's answers with the shipped pack (its classifier and references), each
+/// tally kept as a line of a table printed at the end.
+struct ShippedPackAudits {
+    engine: &'static str,
+    dir: PathBuf,
+    splits: &'static [&'static str],
+    classifier: PathBuf,
+    refs: Vec<PathBuf>,
+    table: Vec<String>,
+}
+
+impl ShippedPackAudits {
+    fn new(engine: &'static str, atlas_dir: &str, splits: &'static [&'static str]) -> Self {
+        ShippedPackAudits {
+            engine,
+            dir: atlas(atlas_dir),
+            splits,
+            classifier: shipped_pack().join("classifier.json"),
+            refs: shipped_references(),
+            table: Vec::new(),
+        }
+    }
+
+    /// [`tallied`] of `variant`'s answers claimed as `claim`.
+    fn check(&mut self, variant: &str, claim: &str, tokens: u64) -> serde_json::Value {
+        let served: Vec<PathBuf> = self
+            .splits
+            .iter()
+            .map(|s| self.dir.join(format!("{variant}-{s}")))
+            .collect();
+        let what = format!("{} {variant}", self.engine);
+        tallied(
+            &mut self.table,
+            &what,
+            &self.classifier,
+            &self.refs,
+            &served,
+            claim,
+            tokens,
+        )
+    }
+
+    fn print(&self) {
+        eprintln!("{}", self.table.join("\n"));
+    }
 }
 
 /// vLLM as the provider, audited with the shipped SmolLM2 pack (llama.cpp's references and hspi's
@@ -365,39 +402,23 @@ fn shipped_references() -> Vec<PathBuf> {
 /// is `tests/vllm.rs`.
 #[test]
 fn the_shipped_pack_decides_vllms_formats() {
-    let classifier = shipped_pack().join("classifier.json");
-    let refs = shipped_references();
-    let vllm = atlas("vllm-cpu");
-    let answers = |variant: &str| -> Vec<PathBuf> {
-        ["train", "unseen", "load-train", "load-unseen"]
-            .iter()
-            .map(|s| vllm.join(format!("{variant}-{s}")))
-            .collect()
-    };
-    let mut table = Vec::new();
-    let mut check = |variant: &str, claim: &str, tokens: u64| {
-        let served = answers(variant);
-        let what = format!("vLLM {variant}");
-        tallied(
-            &mut table,
-            &what,
-            &classifier,
-            &refs,
-            &served,
-            claim,
-            tokens,
-        )
-    };
+    let mut audits = ShippedPackAudits::new(
+        "vLLM",
+        "vllm-cpu",
+        &["train", "unseen", "load-train", "load-unseen"],
+    );
+    let mut check = |variant: &str, claim: &str, tokens: u64| audits.check(variant, claim, tokens);
     // Honest claims in router words: never accused, consistent in >= 95 % (measured fp32 196,
     // bf16 200 of 200 over the one-slot answers, 103 and 86 output tokens on average).
     for (variant, claim) in [("f32", "fp32"), ("bf16", "bf16")] {
         let t = check(variant, claim, 256);
         assert_eq!(tally(&t, "format", "mismatch"), 0, "{t}");
         assert!(tally(&t, "format", "consistent") >= 190, "{t}");
+        // bf16 named as bf16, hspi's own reference, never as another format.
+        if variant == "bf16" {
+            assert!(named(&t, "format", "bf16") >= 198, "{t}");
+        }
     }
-    // bf16 named as bf16, hspi's own reference, never as another format.
-    let t = check("bf16", "bf16", 256);
-    assert!(named(&t, "format", "bf16") >= 198, "{t}");
     // fp32 sold as int8 or bf16: a format mismatch in >= 99 % within 64 output tokens
     // (measured 200 of 200, 48 tokens).
     for claim in ["int8", "bf16"] {
@@ -416,7 +437,7 @@ fn the_shipped_pack_decides_vllms_formats() {
     // confirmed in none: inconclusive (measured 200 of 200).
     let t = check("int8-w8a8", "int8", 256);
     assert_eq!(tally(&t, "format", "mismatch"), 0, "{t}");
-    eprintln!("{}", table.join("\n"));
+    audits.print();
 }
 
 /// Published checkpoints as providers: llm-compressor's compressed-tensors checkpoints served by
@@ -426,26 +447,9 @@ fn the_shipped_pack_decides_vllms_formats() {
 /// format sold as another.
 #[test]
 fn the_shipped_pack_decides_published_checkpoints_formats() {
-    let classifier = shipped_pack().join("classifier.json");
-    let refs = shipped_references();
-    let dir = atlas("transformers-compressed");
-    let mut table = Vec::new();
-    let mut check = |variant: &str, claim: &str, tokens: u64| {
-        let served: Vec<PathBuf> = ["train", "unseen"]
-            .iter()
-            .map(|s| dir.join(format!("{variant}-{s}")))
-            .collect();
-        let what = format!("PyTorch {variant}");
-        tallied(
-            &mut table,
-            &what,
-            &classifier,
-            &refs,
-            &served,
-            claim,
-            tokens,
-        )
-    };
+    let mut audits =
+        ShippedPackAudits::new("PyTorch", "transformers-compressed", &["train", "unseen"]);
+    let mut check = |variant: &str, claim: &str, tokens: u64| audits.check(variant, claim, tokens);
     // Honest claims: never a format mismatch, consistent in >= 95 % (measured bf16 200, FP8
     // dynamic 199, INT4 W4A16 200, NVFP4A16 200 as fp4 and as nvfp4; 45–100 output tokens).
     for (variant, claim) in [
@@ -489,7 +493,7 @@ fn the_shipped_pack_decides_published_checkpoints_formats() {
         let t = check(variant, claim, 128);
         assert!(tally(&t, "format", "mismatch") >= least, "{t}");
     }
-    eprintln!("{}", table.join("\n"));
+    audits.print();
 }
 
 /// A pack whose references come only from one engine's trusted endpoints (vLLM at fp32, bf16

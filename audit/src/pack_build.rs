@@ -74,27 +74,23 @@ fn local_formats(words: &[String]) -> Result<Vec<LocalFormat>, AuditError> {
     let mut out = Vec::new();
     for word in words {
         let w = word.to_ascii_lowercase();
-        let market = |f: NumericFormat| Hspi(f);
         let formats: Vec<LocalFormat> = match w.as_str() {
             "fp32" => vec![Llama("f32".into())],
             "fp16" => vec![Llama("f16".into())],
-            "fp8" => vec![
-                market(NumericFormat::Fp8W8a16),
-                market(NumericFormat::Fp8W8a8),
-            ],
-            "int8" => vec![Llama("q8_0".into()), market(NumericFormat::Int8W8a8)],
+            "fp8" => vec![Hspi(NumericFormat::Fp8W8a16), Hspi(NumericFormat::Fp8W8a8)],
+            "int8" => vec![Llama("q8_0".into()), Hspi(NumericFormat::Int8W8a8)],
             "int4" => vec![
                 Llama("q4_0".into()),
-                market(NumericFormat::Int4W4a16 { group: 64 }),
+                Hspi(NumericFormat::Int4W4a16 { group: 64 }),
             ],
             "fp4" => vec![
-                market(NumericFormat::NvFp4A16),
-                market(NumericFormat::NvFp4W4a4),
-                market(NumericFormat::MxFp4),
+                Hspi(NumericFormat::NvFp4A16),
+                Hspi(NumericFormat::NvFp4W4a4),
+                Hspi(NumericFormat::MxFp4),
             ],
             "nvfp4" => vec![
-                market(NumericFormat::NvFp4A16),
-                market(NumericFormat::NvFp4W4a4),
+                Hspi(NumericFormat::NvFp4A16),
+                Hspi(NumericFormat::NvFp4W4a4),
             ],
             "fp6" | "mxfp8" => {
                 return Err(AuditError::Usage(format!(
@@ -102,7 +98,7 @@ fn local_formats(words: &[String]) -> Result<Vec<LocalFormat>, AuditError> {
                 )))
             }
             _ => match w.parse::<NumericFormat>() {
-                Ok(f) if hspi_collect::scheme::for_format(f).is_some() => vec![market(f)],
+                Ok(f) if hspi_collect::scheme::for_format(f).is_some() => vec![Hspi(f)],
                 _ => vec![Llama(w.clone())],
             },
         };

@@ -368,17 +368,16 @@ impl FormatShapes {
         if matches!(id, FormatIdentity::Known { .. }) {
             return id;
         }
-        let fits: Vec<FormatIdentity> = self
+        let mut fits = self
             .formats
             .iter()
             .skip(1)
             .filter(|f| **f != nearest && signature(**f) == Signature::Size)
             .map(|f| self.identity_of(*f))
-            .filter(|i| matches!(i, FormatIdentity::Known { .. }))
-            .collect();
-        match <[FormatIdentity; 1]>::try_from(fits) {
-            Ok([only]) => only,
-            Err(_) => id,
+            .filter(|i| matches!(i, FormatIdentity::Known { .. }));
+        match (fits.next(), fits.next()) {
+            (Some(only), None) => only,
+            _ => id,
         }
     }
 

@@ -14,6 +14,16 @@ pub fn shipped_pack() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/smollm2-llamacpp")
 }
 
+/// The shipped pack's reference datasets, sorted.
+pub fn shipped_references() -> Vec<std::path::PathBuf> {
+    let mut refs: Vec<std::path::PathBuf> = std::fs::read_dir(shipped_pack().join("references"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    refs.sort();
+    refs
+}
+
 /// A directory of the committed atlas, `datasets/atlas/NAME`.
 pub fn atlas(name: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -41,7 +51,19 @@ pub fn audits_over<R: AsRef<str>, P: AsRef<Path>>(
     claim: &str,
     max_tokens: u64,
 ) -> serde_json::Value {
-    let tokens = max_tokens.to_string();
+    audits_counted(200, classifier, refs, served, claim, max_tokens)
+}
+
+/// [`audits_over`] with `count` audits.
+pub fn audits_counted<R: AsRef<str>, P: AsRef<Path>>(
+    count: u64,
+    classifier: &Path,
+    refs: &[R],
+    served: &[P],
+    claim: &str,
+    max_tokens: u64,
+) -> serde_json::Value {
+    let (count, tokens) = (count.to_string(), max_tokens.to_string());
     let mut args = vec!["verify"];
     args.extend(served.iter().map(|p| p.as_ref().to_str().unwrap()));
     args.extend([
@@ -51,7 +73,7 @@ pub fn audits_over<R: AsRef<str>, P: AsRef<Path>>(
         "--claim",
         claim,
         "--audits",
-        "200",
+        &count,
         "--max-tokens-total",
         &tokens,
         "--references",

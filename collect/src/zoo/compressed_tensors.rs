@@ -162,8 +162,8 @@ pub struct Tensors<'a> {
     pub path: &'a Path,
 }
 
-impl Tensors<'_> {
-    fn view(&self, name: &str) -> Result<TensorView<'_>> {
+impl<'a> Tensors<'a> {
+    fn view(&self, name: &str) -> Result<TensorView<'a>> {
         self.st
             .tensor(name)
             .map_err(|_| bad(self.path, format!("tensor {name} missing")))
@@ -185,7 +185,7 @@ impl Tensors<'_> {
         Ok(v)
     }
 
-    fn bytes(&self, name: &str, dtype: Dtype, len: usize) -> Result<Vec<u8>> {
+    fn bytes(&self, name: &str, dtype: Dtype, len: usize) -> Result<&'a [u8]> {
         let v = self.view(name)?;
         if v.dtype() != dtype || v.data().len() != len {
             return Err(bad(
@@ -197,7 +197,7 @@ impl Tensors<'_> {
                 ),
             ));
         }
-        Ok(v.data().to_vec())
+        Ok(v.data())
     }
 
     /// Linear layer `name` (`[rows, cols]`): its float weights as stored, or its quantised
@@ -278,11 +278,9 @@ impl Tensors<'_> {
         )?;
         let s = self.floats(&format!("{name}.weight_scale"), rows * groups)?;
         let zero_name = format!("{name}.weight_zero_point");
+        // Packed along dim 0: column g of the packed matrix holds rows 8k…8k+7 of group g.
         let zeros = if self.has(&zero_name) {
-            let packed_rows = rows.div_ceil(8);
-            let z = self.bytes(&zero_name, Dtype::I32, packed_rows * groups * 4)?;
-            // Packed along dim 0: column g of the packed matrix holds rows 8k…8k+7 of group g.
-            Some((z, packed_rows))
+            Some(self.bytes(&zero_name, Dtype::I32, rows.div_ceil(8) * groups * 4)?)
         } else {
             None
         };
@@ -290,13 +288,13 @@ impl Tensors<'_> {
         for r in 0..rows {
             for c in 0..cols {
                 let g = c / group;
-                let z = zeros.as_ref().map_or(0.0, |(z, _)| {
+                let z = zeros.map_or(0.0, |z| {
                     // Word (r / 8, g), nibble r % 8: the stream index in a row-major
                     // `[packed_rows, groups]` int32 matrix.
                     let word = (r / 8) * groups + g;
                     Self::nibble(z, word * 8 + r % 8)
                 });
-                let v = Self::nibble(&q, r * cols + c);
+                let v = Self::nibble(q, r * cols + c);
                 out.push(round_bf16((v - z) * s[r * groups + g]));
             }
         }
@@ -311,7 +309,7 @@ impl Tensors<'_> {
         let s = self.floats(&format!("{name}.weight_scale"), rows * cols / 16)?;
         let g = self.floats(&format!("{name}.weight_global_scale"), 1)?[0];
         Ok((0..rows * cols)
-            .map(|i| round_bf16(e2m1(code(&q, i)) * (s[i / 16] / g)))
+            .map(|i| round_bf16(e2m1(code(q, i)) * (s[i / 16] / g)))
             .collect())
     }
 }

@@ -10,10 +10,10 @@ use candle_core::{DType, Device, Tensor, Var};
 use hspi_datasets::{NumericFormat, Platform};
 
 use hspi_collect::backend::emulated::dequantised_layer;
-use hspi_collect::backend::emulated::quant::{
+use hspi_collect::backend::CandleLayer;
+use hspi_collect::rounding::{
     qdq_fp8, qdq_mxint8, quantize_symmetric, round_bf16, round_f16, round_tf32,
 };
-use hspi_collect::backend::CandleLayer;
 use hspi_collect::zoo::ImageModel;
 use hspi_collect::Result;
 

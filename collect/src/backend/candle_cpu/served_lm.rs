@@ -188,16 +188,29 @@ impl ServedLm {
         self.rms_norm(&sum, weight)
     }
 
-    /// The rotary embedding (Hugging Face's pairs `i, i + d/2`) as vLLM's kernel computes it:
-    /// cos and sin from f32 frequencies kept in a bf16 cache, the rotation in f32, one rounding.
-    fn rope(&self, x: &mut [f32], tokens: usize, heads: usize) {
+    /// The rotary cache for positions `0..tokens`: per position and pair, cos and sin of f32
+    /// frequencies kept in bf16 (vLLM's cos/sin cache), computed once per forward pass.
+    fn rotary_table(&self, tokens: usize) -> Vec<(f32, f32)> {
         let d = self.config.head_dim();
         let half = d / 2;
+        let mut table = Vec::with_capacity(tokens * half);
         for t in 0..tokens {
             for i in 0..half {
                 let inv_freq = 1.0 / self.config.rope_theta.powf((2 * i) as f32 / d as f32);
                 let angle = t as f32 * inv_freq;
-                let (cos, sin) = (round_bf16(angle.cos()), round_bf16(angle.sin()));
+                table.push((round_bf16(angle.cos()), round_bf16(angle.sin())));
+            }
+        }
+        table
+    }
+
+    /// The rotary embedding (Hugging Face's pairs `i, i + d/2`) as vLLM's kernel computes it:
+    /// the rotation in f32 on the bf16 cache, one rounding.
+    fn rope(&self, x: &mut [f32], table: &[(f32, f32)], heads: usize) {
+        let d = self.config.head_dim();
+        let half = d / 2;
+        for (t, row) in table.chunks(half).enumerate() {
+            for (i, &(cos, sin)) in row.iter().enumerate() {
                 for h in 0..heads {
                     let at = (t * heads + h) * d;
                     let (a, b) = (x[at + i], x[at + i + half]);
@@ -270,6 +283,7 @@ impl ServedLm {
             }
             h.extend_from_slice(&self.embed[t * c.hidden..(t + 1) * c.hidden]);
         }
+        let rotary = self.rotary_table(n);
         // `h` is the last block's output, `residual` the running sum stored in bf16.
         let mut residual: Option<Vec<f32>> = None;
         for layer in &self.layers {
@@ -284,8 +298,8 @@ impl ServedLm {
             let mut q = self.linear(&x, n, &layer.q)?;
             let mut k = self.linear(&x, n, &layer.k)?;
             let v = self.linear(&x, n, &layer.v)?;
-            self.rope(&mut q, n, c.heads);
-            self.rope(&mut k, n, c.kv_heads);
+            self.rope(&mut q, &rotary, c.heads);
+            self.rope(&mut k, &rotary, c.kv_heads);
             let attended = self.attention(&q, &k, &v, n);
             let o = self.linear(&attended, n, &layer.o)?;
             let r = residual.as_mut().expect("set above");

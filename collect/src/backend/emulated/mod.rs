@@ -12,7 +12,6 @@ pub mod gpu;
 mod gpu_dot;
 mod grid;
 pub mod plan;
-pub use crate::rounding as quant;
 pub mod tensor_core;
 
 pub use gemm::Gemm;
@@ -26,8 +25,8 @@ use hspi_datasets::{KernelOptions, NumericFormat, Platform, ReductionOrder};
 
 use super::ImageRunner;
 use crate::error::{CollectError, Result};
+use crate::rounding::*;
 use crate::zoo::{ConvShape, GemmView, ImageModel, Layer};
-use quant::*;
 
 /// A GEMM operand prepared for one format: dequantised floats, or integers with scales (int8).
 #[derive(Debug, Clone)]

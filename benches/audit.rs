@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use common::llama::start;
-use common::{atlas, audits_counted, ok, shipped_pack, shipped_references, tally};
+use common::{atlas, audits_over, ok, shipped_pack, shipped_references, tally};
 use hspi_classify::verify::{Verifier, VerifyParams};
 use hspi_classify::{run_audit, RecordSource};
 use hspi_classify::{PlatformModel, ReferenceIndex};
@@ -78,7 +78,7 @@ fn format_pairs() -> Vec<serde_json::Value> {
         .map(|(dir, variant, claim, expected)| {
             let served = ["train", "unseen"].map(|s| atlas(dir).join(format!("{variant}-{s}")));
             let pattern = format!("*/*/{claim}/*");
-            let t = audits_counted(TRIALS, &classifier, &refs, &served, &pattern, 256);
+            let t = audits_over(TRIALS, &classifier, &refs, &served, &pattern, 256);
             serde_json::json!({
                 "engine": dir, "served": variant, "claimed": claim, "expected": expected,
                 "audits": TRIALS, "reached": tally(&t, "format", expected),

@@ -336,6 +336,7 @@ fn tallied(
     tokens: u64,
 ) -> serde_json::Value {
     let t = audits_over(
+        200,
         classifier,
         &strs(refs),
         served,

@@ -40,22 +40,12 @@ pub fn audits<R: AsRef<str>>(
     claim: &str,
     max_tokens: u64,
 ) -> serde_json::Value {
-    audits_over(classifier, refs, &[served], claim, max_tokens)
+    audits_over(200, classifier, refs, &[served], claim, max_tokens)
 }
 
-/// [`audits`] over the answers of several datasets of one served platform.
+/// `count` audits as [`audits`] does, over the answers of several datasets of one served
+/// platform.
 pub fn audits_over<R: AsRef<str>, P: AsRef<Path>>(
-    classifier: &Path,
-    refs: &[R],
-    served: &[P],
-    claim: &str,
-    max_tokens: u64,
-) -> serde_json::Value {
-    audits_counted(200, classifier, refs, served, claim, max_tokens)
-}
-
-/// [`audits_over`] with `count` audits.
-pub fn audits_counted<R: AsRef<str>, P: AsRef<Path>>(
     count: u64,
     classifier: &Path,
     refs: &[R],

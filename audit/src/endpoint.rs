@@ -4,7 +4,7 @@
 use hspi_classify::audit::SourceError;
 use hspi_classify::verify::VerifyReport;
 use hspi_classify::{run_audit, AnswerSource, Unanswered};
-use hspi_collect::session::EndpointSession;
+use hspi_collect::session::{EndpointSession, ForcedSession};
 use hspi_collect::CollectError;
 use hspi_datasets::{short_id, Presentation, ProbeInput, Record};
 use hspi_reports::report::{Report, Spent, Subject};
@@ -13,7 +13,13 @@ use crate::error::AuditError;
 use crate::setup::VerifySetup;
 use crate::Lines;
 
-struct Endpoint<'s>(&'s mut EndpointSession);
+/// The endpoint as the audit's answer source; with a forced session, each answer brings the
+/// references hspi computed on its own tokens (kept in `computed`).
+struct Endpoint<'s> {
+    session: &'s mut EndpointSession,
+    forced: Option<&'s mut ForcedSession>,
+    computed: Vec<Record>,
+}
 
 impl AnswerSource for Endpoint<'_> {
     fn probes(&self) -> Vec<(String, u64)> {
@@ -21,7 +27,7 @@ impl AnswerSource for Endpoint<'_> {
             ProbeInput::Prompt { params, .. } => u64::from(params.max_tokens),
             _ => 0,
         };
-        self.0
+        self.session
             .probes
             .probes
             .iter()
@@ -31,13 +37,21 @@ impl AnswerSource for Endpoint<'_> {
     /// A probe the transport failed on (after every retry), or whose bodies never parsed, is
     /// skipped and counted; any other error stops the audit.
     fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError> {
-        match self.0.ask(probe_id) {
+        match self.session.ask(probe_id) {
             Ok(r) => Ok(r),
             Err(e @ (CollectError::Transport { .. } | CollectError::Api { .. })) => {
                 Err(Box::new(Unanswered(e.to_string())))
             }
             Err(e) => Err(Box::new(e)),
         }
+    }
+    fn references(&mut self, answer: &Record) -> Result<Vec<Record>, SourceError> {
+        let Some(forced) = self.forced.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let refs = forced.references(answer).map_err(Box::new)?;
+        self.computed.extend(refs.iter().cloned());
+        Ok(refs)
     }
 }
 
@@ -61,6 +75,8 @@ pub struct Verified {
     pub unanswered: Vec<(String, String)>,
     pub spent: Spent,
     pub subject: Subject,
+    /// References computed on the answers' own tokens (fresh-prompt audits; else empty).
+    pub references: Vec<Record>,
 }
 
 /// Query the endpoint probe by probe in the verifier's order until a verdict or the budget; one
@@ -69,6 +85,18 @@ pub struct Verified {
 pub fn verify_endpoint(
     s: &VerifySetup,
     session: &mut EndpointSession,
+    model: &str,
+    lines: &Lines,
+) -> Result<Verified, AuditError> {
+    verify_endpoint_forced(s, session, None, model, lines)
+}
+
+/// [`verify_endpoint`], each answer weighed against references `forced` computes on its own
+/// tokens where given (a fresh-prompt audit).
+pub fn verify_endpoint_forced(
+    s: &VerifySetup,
+    session: &mut EndpointSession,
+    forced: Option<&mut ForcedSession>,
     model: &str,
     lines: &Lines,
 ) -> Result<Verified, AuditError> {
@@ -81,7 +109,12 @@ pub fn verify_endpoint(
     let budget = session.budget.clone();
     let mut queries = 0;
     let mut shown = Presentation::Exact;
-    let outcome = run_audit(s.verifier()?, &mut Endpoint(session), &mut |record, v| {
+    let mut source = Endpoint {
+        session,
+        forced,
+        computed: Vec::new(),
+    };
+    let outcome = run_audit(s.verifier()?, &mut source, &mut |record, v| {
         queries += 1;
         if v.presentation() != shown {
             shown = v.presentation();
@@ -103,9 +136,10 @@ pub fn verify_endpoint(
             short_id(probe)
         ));
     }
-    let url = session.url.clone();
+    let url = source.session.url.clone();
     let spent = budget.spent();
     Ok(Verified {
+        references: source.computed,
         unanswered: outcome.unanswered,
         spent: Spent {
             queries: outcome.records.len() as u64,

@@ -25,11 +25,15 @@ pub use atlas_plan::plan_atlas;
 pub use collect_grid::{collect_grid, GridCollection};
 pub use demo::{demo, DemoOptions};
 pub use emulate::{check_plans, checks_text, fit_plans, fitted_line, PlanCheck};
-pub use endpoint::{audit_endpoint, verify_endpoint, verify_endpoint_report, Verified};
+pub use endpoint::{
+    audit_endpoint, verify_endpoint, verify_endpoint_forced, verify_endpoint_report, Verified,
+};
 pub use error::AuditError;
 pub use evaluate::{evaluate_datasets, EvalOptions};
 pub use identify::identify_datasets;
-pub use pack_audit::{audit_with_pack, check_model, PackAudit, DEFAULT_DRAW};
+pub use pack_audit::{
+    audit_with_pack, check_model, FreshPrompts, PackAudit, DEFAULT_DRAW, FRESH_REFERENCES,
+};
 pub use pack_build::{
     build_pack, endpoint_defaults, merge_into_pack, work_dir, PackBuild, REPEATED_PROMPTS,
 };

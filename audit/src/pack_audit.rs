@@ -5,14 +5,15 @@
 use std::path::Path;
 
 use hspi_classify::verify::VerifyParams;
-use hspi_collect::session::{EndpointOptions, EndpointSession};
-use hspi_datasets::{OpenMode, Platform, PlatformPattern};
-use hspi_pack::{draw, fresh_seed, Pack, PackError};
+use hspi_classify::{PlatformModel, ReferenceIndex};
+use hspi_collect::session::{EndpointOptions, EndpointSession, ForcedSession};
+use hspi_datasets::{Dimension, ModelInfo, NumericFormat, OpenMode, Platform, PlatformPattern};
+use hspi_pack::{draw, fresh_seed, Pack, PackError, PromptTokens};
 use hspi_reports::contract::PackDraw;
 use hspi_reports::report::Report;
 
 use crate::contract::{billing, parameters, transport, Repeat};
-use crate::endpoint::{audit_report, verify_endpoint, write_audit};
+use crate::endpoint::{audit_report, verify_endpoint_forced, write_audit};
 use crate::error::AuditError;
 use crate::setup::VerifySetup;
 use crate::Lines;
@@ -20,6 +21,15 @@ use crate::Lines;
 /// Prompts drawn per audit when not told: three times what a format verdict usually takes
 /// (8 answers of 8 tokens), so text-only and rounded endpoints have room too.
 pub const DEFAULT_DRAW: usize = 24;
+
+/// Prompts made for this audit alone, their references computed here on the provider's tokens.
+pub struct FreshPrompts<'a> {
+    /// The model's weights (a GGUF file or a checkpoint directory), checked against the pack's
+    /// model identity.
+    pub weights: &'a Path,
+    /// The formats to compute (empty: every format of the pack hspi computes).
+    pub formats: Vec<NumericFormat>,
+}
 
 pub struct PackAudit<'a> {
     /// The pack; None: the installed pack for the endpoint's model.
@@ -36,6 +46,8 @@ pub struct PackAudit<'a> {
     pub out: Option<&'a Path>,
     pub mode: OpenMode,
     pub command: &'a str,
+    /// Fresh prompts instead of the pool's (`--weights`).
+    pub fresh: Option<FreshPrompts<'a>>,
 }
 
 /// The pack at `dir`, else the installed pack for `model`; checked.
@@ -79,6 +91,65 @@ fn claimed_repeat_bitwise(pack: &Pack, claim: &PlatformPattern) -> bool {
     !claimed.is_empty() && claimed.iter().all(|p| p.deterministic == Some(true))
 }
 
+/// The formats a fresh audit computes: those asked for, else every format of the pack's
+/// platforms (hspi refuses, by name, any it cannot compute).
+fn fresh_formats(pack: &Pack, asked: &[NumericFormat]) -> Vec<NumericFormat> {
+    if !asked.is_empty() {
+        return asked.to_vec();
+    }
+    let mut formats: Vec<NumericFormat> = pack
+        .manifest
+        .platforms
+        .iter()
+        .filter_map(|p| p.platform.parse::<Platform>().ok())
+        .map(|p| p.format)
+        .collect();
+    formats.sort();
+    formats.dedup();
+    formats
+}
+
+/// The claim a fresh audit tests: its format (and the model) only, as hspi's own engine stands in
+/// for every other dimension.
+fn format_claim(claim: &str) -> Result<PlatformPattern, AuditError> {
+    let claim: PlatformPattern = claim.parse()?;
+    if claim.get(Dimension::Format).is_none() {
+        return Err(AuditError::Usage(format!(
+            "claim {claim} names no format: fresh prompts (--weights) test the format and the model\nhint: claim a format, e.g. --claim '*/*/f16/*'"
+        )));
+    }
+    let others: Vec<Dimension> = Dimension::ALL
+        .into_iter()
+        .filter(|d| *d != Dimension::Format)
+        .collect();
+    Ok(claim.opened(&others))
+}
+
+/// The identity of `weights`, checked to be the pack's model (their sha256 against the pack's).
+fn check_weights(pack: &Pack, weights: &Path) -> Result<ModelInfo, AuditError> {
+    let sha = hspi_collect::zoo::weights_sha256(weights)?;
+    let model = &pack.manifest.model;
+    if model.weights_sha256.as_deref() == Some(sha.as_str()) {
+        return Ok(ModelInfo {
+            id: model.id.clone(),
+            weights_sha256: sha,
+            task: "causal-lm".into(),
+        });
+    }
+    Err(AuditError::Usage(format!(
+        "--weights {}: sha256 {} is not the weights of pack {}'s model {} ({})\nhint: pass the weights the pack was built from (`hspi fetch {}` prints their path)",
+        weights.display(),
+        hspi_datasets::short_id(&sha),
+        pack.manifest.name,
+        model.id,
+        model
+            .weights_sha256
+            .as_deref()
+            .map_or("the pack names none", hspi_datasets::short_id),
+        model.id
+    )))
+}
+
 pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError> {
     let pack = &open_pack(a.pack, &a.endpoint.model)?;
     let mut endpoint = a.endpoint;
@@ -88,28 +159,79 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
     check_model(pack, &endpoint.model)?;
     let pool = hspi_probe::read_probe_set(&pack.pool_path())?;
     let seed = a.seed.unwrap_or_else(fresh_seed);
-    let drawn = draw(&pool, a.draw.min(pool.probes.len()), seed)?;
-    (lines.status)(&format!(
-        "pack {}@{}: {} of its {} prompts drawn at random (seed {seed}); references for {} platforms",
-        pack.manifest.name,
-        pack.short_id(),
-        drawn.probes.probes.len(),
-        drawn.pool,
-        pack.manifest.platforms.len()
-    ));
-    let setup = VerifySetup::load(
-        a.claim,
-        &pack.classifier_path(),
-        &pack.reference_dirs()?,
-        a.params,
-    )?;
+    let out = a.out.map_or_else(default_out, Path::to_path_buf);
+    let probes = match &a.fresh {
+        None => {
+            let drawn = draw(&pool, a.draw.min(pool.probes.len()), seed)?;
+            (lines.status)(&format!(
+                "pack {}@{}: {} of its {} prompts drawn at random (seed {seed}); references for {} platforms",
+                pack.manifest.name,
+                pack.short_id(),
+                drawn.probes.probes.len(),
+                drawn.pool,
+                pack.manifest.platforms.len()
+            ));
+            drawn.probes
+        }
+        Some(_) => {
+            let top = pack.manifest.pool.top_logprobs;
+            hspi_probe::fresh_prompts(seed, a.draw, pack.manifest.pool.max_tokens, top)
+        }
+    };
     // An audit goes on when logprobs do not come back: it says so and weighs the text.
     endpoint.text_only = true;
     let model = endpoint.model.clone();
-    let out = a.out.map_or_else(default_out, Path::to_path_buf);
-    let mut session =
-        EndpointSession::open(&endpoint, drawn.probes.clone(), &out, a.mode, a.command)?;
-    let mut v = verify_endpoint(&setup, &mut session, &model, lines)?;
+    // The answers' directory first: a refusal to overwrite it costs no model loading.
+    let mut session = EndpointSession::open(&endpoint, probes.clone(), &out, a.mode, a.command)?;
+    let (mut setup, mut forced) = match &a.fresh {
+        None => {
+            let setup = VerifySetup::load(
+                a.claim,
+                &pack.classifier_path(),
+                &pack.reference_dirs()?,
+                a.params,
+            )?;
+            (setup, None)
+        }
+        Some(fresh) => {
+            let claim = format_claim(a.claim)?;
+            let info = check_weights(pack, fresh.weights)?;
+            let formats = fresh_formats(pack, &fresh.formats);
+            (lines.status)(&format!(
+                "{} prompts made for this audit (seed {seed}) from {} possible; hspi computes their references on the provider's tokens at {}",
+                probes.probes.len(),
+                hspi_probe::fresh_space(),
+                formats.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+            ));
+            let forced = ForcedSession::open(
+                fresh.weights,
+                &formats,
+                info.clone(),
+                &probes,
+                &out.join(FRESH_REFERENCES),
+                a.mode,
+                a.command,
+            )?;
+            let model = PlatformModel::references_only(
+                info,
+                &forced.platforms(),
+                pack.manifest.pool.top_logprobs as usize,
+            );
+            let setup = VerifySetup {
+                model,
+                references: ReferenceIndex::default(),
+                reference_dirs: vec![out.join(FRESH_REFERENCES)],
+                claim,
+                params: a.params,
+            };
+            (setup, Some(forced))
+        }
+    };
+    let pool_size = pool.probes.len();
+    let mut v = verify_endpoint_forced(&setup, &mut session, forced.as_mut(), &model, lines)?;
+    for r in &v.references {
+        setup.references.add(r);
+    }
 
     let repeat = v.records.first().map(|first| Repeat {
         first: first.clone(),
@@ -117,9 +239,17 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
         bitwise: claimed_repeat_bitwise(pack, &setup.claim),
     });
     v.spent.requests = session.budget.spent().requests;
+    let prompt_tokens = match &forced {
+        Some(f) => Some(PromptTokens {
+            counted_by: "hspi's tokenizer of the model (its chat template on chat completions)"
+                .into(),
+            counts: f.prompt_tokens(session.asks_chat()),
+        }),
+        None => pack.prompt_tokens()?,
+    };
     let contract = vec![
-        billing(&v.records, pack.prompt_tokens()?.as_ref()),
-        parameters(&v.records, &drawn.probes, repeat.as_ref()),
+        billing(&v.records, prompt_tokens.as_ref()),
+        parameters(&v.records, &probes, repeat.as_ref()),
         transport(
             &session.failures(),
             v.spent.requests,
@@ -130,16 +260,41 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
     for c in &contract {
         (lines.status)(&format!("{}: {} — {}", c.name, c.status.name(), c.detail));
     }
+    if let Some(f) = forced {
+        report_cost(&f, lines);
+        f.finish()?;
+    }
     let out = session.out.clone();
     session.finish()?;
     let draw = PackDraw {
         pack: format!("{}@{}", pack.manifest.name, pack.short_id()),
-        pool: drawn.pool,
-        drawn: drawn.probes.probes.len(),
+        pool: pool_size,
+        drawn: probes.probes.len(),
         seed,
-        probes: drawn.probes.probes.iter().map(|p| p.id.clone()).collect(),
+        probes: probes.probes.iter().map(|p| p.id.clone()).collect(),
+        fresh_space: a.fresh.as_ref().map(|_| hspi_probe::fresh_space()),
     };
     let report = audit_report(&setup, v, &out).with_contract(contract, Some(draw));
     write_audit(&report, &out, lines)?;
     Ok(report)
+}
+
+/// Where a fresh audit keeps the references it computed, inside the answers' directory.
+pub const FRESH_REFERENCES: &str = "references";
+
+/// One status line: what the references on the provider's tokens cost.
+fn report_cost(f: &ForcedSession, lines: &Lines) {
+    let seconds: f64 = f
+        .costs
+        .iter()
+        .flat_map(|c| c.seconds.iter().map(|(_, s)| s))
+        .sum();
+    let positions: usize = f.costs.iter().map(|c| c.positions).sum();
+    (lines.status)(&format!(
+        "references on the provider's tokens: {} answers, {positions} positions, {:.1} s ({:.0} ms per position for {} formats)",
+        f.costs.len(),
+        seconds,
+        1e3 * seconds / positions.max(1) as f64,
+        f.platforms().len()
+    ));
 }

@@ -107,6 +107,7 @@ impl RoundAuditor for PackRoundAuditor<'_> {
             out: Some(out),
             mode: OpenMode::Force,
             command: &self.command,
+            fresh: None,
         };
         let quiet = Lines {
             data: self.lines.data,

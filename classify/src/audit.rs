@@ -17,6 +17,11 @@ pub trait AnswerSource {
     fn probes(&self) -> Vec<(String, u64)>;
     /// Ask one probe (an id from [`AnswerSource::probes`]); the answer as a record.
     fn ask(&mut self, probe_id: &str) -> Result<Record, SourceError>;
+    /// References for one of its answers, computed on the answer's own tokens (teacher forcing),
+    /// weighed with it; none by default (the pack's references stand).
+    fn references(&mut self, _answer: &Record) -> Result<Vec<Record>, SourceError> {
+        Ok(Vec::new())
+    }
     /// Whether the probes must be asked in the source's own order (a replay of answers in a
     /// given request order) rather than the verifier's most separating first.
     fn fixed_order(&self) -> bool {
@@ -81,6 +86,8 @@ pub fn run_audit(
             Err(e) => return Err(ClassifyError::Source(e)),
         };
         let shown = verifier.presentation();
+        let references = source.references(&record).map_err(ClassifyError::Source)?;
+        verifier.add_references(&references);
         verifier.observe(&record);
         // An endpoint that turns out to round or hide its logprobs is best told apart by other
         // probes (for text alone: those whose greedy texts differ): the rest are ordered again.

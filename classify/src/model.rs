@@ -209,6 +209,69 @@ impl PlatformModel {
         Ok(model)
     }
 
+    /// A model without a classifier: one class per platform whose references an audit computes
+    /// for its own prompts (teacher forcing), answered as top-`width` logprob steps. Only the
+    /// evidence that reads those references weighs an answer (the format evidence, the model
+    /// evidence); the classifier part scores every class alike and flags nothing as unknown.
+    pub fn references_only(
+        model: ModelInfo,
+        platforms: &[Platform],
+        width: usize,
+    ) -> PlatformModel {
+        let k = platforms.len();
+        let classes: Vec<ClassLabel> = platforms
+            .iter()
+            .enumerate()
+            .map(|(i, p)| ClassLabel {
+                id: format!("R{}", i + 1),
+                members: vec![p.clone()],
+                repeats: None,
+            })
+            .collect();
+        let mut model = PlatformModel {
+            format: FORMAT.into(),
+            id: String::new(),
+            model,
+            probe_set_hash: String::new(),
+            spec: FeatureSpec {
+                kinds: Vec::new(),
+                output_kind: "steps".into(),
+                steps: 0,
+                width,
+                references: platforms.iter().map(ToString::to_string).collect(),
+            },
+            classes,
+            linear: LinearModel {
+                mean: Vec::new(),
+                scale: Vec::new(),
+                weights: vec![Vec::new(); k],
+                intercept: vec![0.0; k],
+                alpha: 0.0,
+            },
+            open_set: OpenSet {
+                profiles: vec![
+                    Some(crate::open_set::Profile {
+                        mean: Vec::new(),
+                        spread: Vec::new(),
+                    });
+                    k
+                ],
+                threshold: 1.0,
+                known_rejected: 0.0,
+                unknown_accepted: 0.0,
+            },
+            exact: ExactIndex::default(),
+            validation: Validation {
+                alpha: 0.0,
+                scores: Vec::new(),
+            },
+            samples: 0,
+            integrity: Vec::new(),
+        };
+        model.id = model.content_id();
+        model
+    }
+
     fn content_id(&self) -> String {
         let mut copy = self.clone();
         copy.id.clear();

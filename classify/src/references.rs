@@ -8,7 +8,7 @@ use ndarray::Array2;
 
 use crate::features::{FeatureKind, FeatureSpec, View};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ReferenceIndex {
     by_probe: HashMap<String, HashMap<String, View>>,
     /// probe → output hash → reference platforms that answered exactly that.
@@ -39,28 +39,30 @@ impl ReferenceIndex {
     pub fn new<'a>(records: impl IntoIterator<Item = &'a Record>) -> ReferenceIndex {
         let mut index = ReferenceIndex::default();
         for r in records {
-            let Some(p) = &r.platform else { continue };
-            let p = p.to_string();
-            index
-                .by_probe
-                .entry(r.probe_id.clone())
-                .or_default()
-                .insert(p.clone(), View::of(&r.outputs));
-            index
-                .hashes
-                .entry(r.probe_id.clone())
-                .or_default()
-                .entry(crate::exact::output_hash(r))
-                .or_default()
-                .push(p.clone());
-            index.platforms.insert(p);
-            index
-                .asked
-                .entry(r.probe_id.clone())
-                .or_default()
-                .insert(asked_as(&r.target));
+            index.add(r);
         }
         index
+    }
+
+    /// Add one reference answer (skipped without a platform label).
+    pub fn add(&mut self, r: &Record) {
+        let Some(p) = &r.platform else { return };
+        let p = p.to_string();
+        self.by_probe
+            .entry(r.probe_id.clone())
+            .or_default()
+            .insert(p.clone(), View::of(&r.outputs));
+        self.hashes
+            .entry(r.probe_id.clone())
+            .or_default()
+            .entry(crate::exact::output_hash(r))
+            .or_default()
+            .push(p.clone());
+        self.platforms.insert(p);
+        self.asked
+            .entry(r.probe_id.clone())
+            .or_default()
+            .insert(asked_as(&r.target));
     }
 
     /// How the references to this probe were asked (empty without references).

@@ -214,7 +214,8 @@ impl VerifyReport {
 
 pub struct Verifier<'a> {
     model: &'a PlatformModel,
-    refs: &'a ReferenceIndex,
+    /// The references: a pack's, or those an answer source computes for its own answers.
+    refs: std::borrow::Cow<'a, ReferenceIndex>,
     /// The class of each reference platform the model reads.
     reference_class: std::collections::HashMap<String, usize>,
     mode: &'static dyn EvidenceMode,
@@ -296,7 +297,7 @@ impl<'a> Verifier<'a> {
         }
         Ok(Verifier {
             model,
-            refs,
+            refs: std::borrow::Cow::Borrowed(refs),
             reference_class: model.reference_classes(),
             mode,
             claim,
@@ -365,6 +366,18 @@ impl<'a> Verifier<'a> {
             .collect();
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         scored.into_iter().map(|s| s.2.clone()).collect()
+    }
+
+    /// Add references to weigh answers against: those an answer source computed for its own
+    /// answer (teacher forcing on the provider's tokens), before that answer is observed.
+    pub fn add_references(&mut self, records: &[Record]) {
+        if records.is_empty() {
+            return;
+        }
+        let refs = self.refs.to_mut();
+        for r in records {
+            refs.add(r);
+        }
     }
 
     /// How the endpoint shows its answers, as far as they have told (exact before the first).
@@ -519,7 +532,7 @@ impl<'a> Verifier<'a> {
         }
         self.add_shapes(record, shown);
         let (method, mut ll, format_ll) = if exact {
-            let scored = self.model.score_records(&[record], self.refs);
+            let scored = self.model.score_records(&[record], &self.refs);
             let s = scored.into_iter().next().expect("one record scored");
             let format_ll = self
                 .formats
@@ -541,7 +554,7 @@ impl<'a> Verifier<'a> {
         // evidence between classes stays).
         let ruled = self
             .model
-            .ruled_out(record, self.refs, &self.reference_class, shown);
+            .ruled_out(record, &self.refs, &self.reference_class, shown);
         for (v, out) in ll.iter_mut().zip(&ruled) {
             if *out {
                 *v -= cap;

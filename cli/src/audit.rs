@@ -22,4 +22,18 @@ pub struct Args {
     /// The draw's seed (default: fresh each audit; the report names it).
     #[arg(long, help_heading = "Pack and prompts")]
     pub draw_seed: Option<u64>,
+    /// The model's weights (GGUF file or checkpoint directory, the pack's model): ask prompts made
+    /// for this audit alone (--draw of them) and compute their references here, on the
+    /// provider's own tokens, in every format of the pack. Tests the format and the model.
+    #[arg(long, value_name = "PATH", help_heading = "Pack and prompts")]
+    pub weights: Option<PathBuf>,
+    /// With --weights: only these formats (comma-separated; default every format of the pack).
+    /// Fewer is quicker; answers in a format left out can only be called unknown.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        requires = "weights",
+        help_heading = "Pack and prompts"
+    )]
+    pub fresh_formats: Vec<hspi_datasets::NumericFormat>,
 }

@@ -13,6 +13,7 @@ pub mod scheme;
 pub mod serve;
 pub mod session;
 pub mod target;
+pub mod teacher_forced;
 pub mod zoo;
 
 pub use collector::{collect, CollectSummary, NoProgress, PendingTarget, Progress};

@@ -134,9 +134,78 @@ pub fn prompts(seed: u64, count: usize, max_tokens: u32, top_logprobs: u32) -> P
     crate::seeded_set("prompts-wordlist", seed, inputs)
 }
 
+/// Words per fresh prompt after its opening word (the pool's prompts have at most 9).
+const FRESH_WORDS: std::ops::RangeInclusive<usize> = 10..=15;
+
+/// Prompts made for one audit alone (`hspi audit --weights`): word sequences of 10 to 15 words
+/// from the same list, from a seed nobody knows before the audit. The space they are drawn from
+/// is [`fresh_space`]; the ids of the pack's pool cannot recur (its prompts are shorter).
+pub fn fresh_prompts(seed: u64, count: usize, max_tokens: u32, top_logprobs: u32) -> ProbeSet {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let inputs: Vec<ProbeInput> = (0..count)
+        .map(|_| {
+            let mut text = STARTS
+                .choose(&mut rng)
+                .copied()
+                .unwrap_or("And")
+                .to_string();
+            let words = rand::Rng::random_range(&mut rng, FRESH_WORDS);
+            for _ in 0..words {
+                text.push(' ');
+                text.push_str(WORDS.choose(&mut rng).copied().unwrap_or("the"));
+            }
+            ProbeInput::Prompt {
+                text,
+                params: GenerationParams {
+                    max_tokens,
+                    temperature: 0.0,
+                    top_logprobs,
+                    seed: Some(seed),
+                },
+            }
+        })
+        .collect();
+    crate::seeded_set("prompts-fresh", seed, inputs)
+}
+
+/// How many distinct prompts [`fresh_prompts`] draws from, as a power of ten (`10^25`).
+pub fn fresh_space() -> String {
+    let words = WORDS.len() as f64;
+    let total: f64 = FRESH_WORDS
+        .map(|n| STARTS.len() as f64 * words.powi(n as i32))
+        .sum();
+    format!("about 10^{:.0}", total.log10().floor())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fresh_prompts_differ_by_seed_and_are_longer_than_the_pool() {
+        let a = fresh_prompts(11, 16, 8, 5);
+        assert_eq!(a, fresh_prompts(11, 16, 8, 5));
+        let b = fresh_prompts(12, 16, 8, 5);
+        let ids: std::collections::HashSet<_> = a.probes.iter().map(|p| &p.id).collect();
+        assert!(b.probes.iter().all(|p| !ids.contains(&p.id)));
+        let pool = prompts(1, 108, 8, 5);
+        let words = |s: &ProbeSet| -> Vec<usize> {
+            s.probes
+                .iter()
+                .map(|p| match &p.input {
+                    ProbeInput::Prompt { text, .. } => text.split(' ').count(),
+                    _ => 0,
+                })
+                .collect()
+        };
+        assert!(words(&a).iter().all(|n| *n >= 11));
+        assert!(words(&pool).iter().all(|n| *n <= 10));
+        let exponent: u32 = fresh_space()
+            .trim_start_matches("about 10^")
+            .parse()
+            .unwrap();
+        assert!(exponent >= 25, "{}", fresh_space());
+    }
 
     #[test]
     fn prompt_sets_are_reproducible_and_distinct() {

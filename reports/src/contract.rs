@@ -48,10 +48,20 @@ pub struct PackDraw {
     pub seed: u64,
     /// The drawn prompts' ids.
     pub probes: Vec<String>,
+    /// Prompts made for this audit alone (`hspi audit --weights`), not drawn from the pool: how
+    /// many the generator could have made (`about 10^30`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_space: Option<String>,
 }
 
 impl PackDraw {
     pub fn sentence(&self) -> String {
+        if let Some(space) = &self.fresh_space {
+            return format!(
+                "{} prompts made for this audit alone (seed {}) from {space} possible prompts, none of them in pack {}'s pool; hspi computed their references itself on the provider's own tokens, so a provider cannot have prepared for them.",
+                self.drawn, self.seed, self.pack
+            );
+        }
         format!(
             "{} prompts drawn at random (seed {}) from the {} of pack {}; another audit draws others, so a provider cannot special-case a handful of public prompts (it would have to recognise every prompt of the pool).",
             self.drawn, self.seed, self.pool, self.pack

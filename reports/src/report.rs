@@ -160,6 +160,7 @@ const METHOD_CLASSIFY: &str = "Platforms whose answers are bit-identical on ever
 const LIMIT_ATLAS: &str = "Only platforms in the reference atlas can be named; a platform never collected can at best be reported as unknown.";
 const LIMIT_BATCH: &str = "Servers batching concurrent requests answer with other bits (measured on llama.cpp for F32 and F16); claims should leave the batch size open unless the atlas holds the loaded platform.";
 const LIMIT_POOL: &str = "The pool ships with the pack: a provider holding the pack could recognise its prompts. The references are exact only for the platforms the pack covers; another build or GPU is judged on the format evidence, which tolerates hardware, build and batching differences.";
+const LIMIT_FRESH: &str = "Fresh prompts test the format and the model: the references are hspi's own engine in every format it computes, not the provider's engine, so hardware, engine, kernel and batch are left to a pack audit (without --weights). The prompts are word sequences of hspi's generator: a provider that routes prompts of that style apart from its other traffic is not ruled out.";
 const LIMIT_MODEL: &str = "The error rates hold under the classifier's model of each platform; they are targets, not guarantees against an adversary who knows the method.";
 
 impl Report {
@@ -250,7 +251,11 @@ impl Report {
     ) -> Report {
         if let Some(d) = &draw {
             self.limitations.push(d.sentence());
-            self.limitations.push(LIMIT_POOL.into());
+            self.limitations.push(if d.fresh_space.is_some() {
+                LIMIT_FRESH.into()
+            } else {
+                LIMIT_POOL.into()
+            });
         }
         self.contract = contract;
         self.draw = draw;

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use hspi_audit::{audit_endpoint, audit_with_pack, PackAudit};
+use hspi_audit::{audit_endpoint, audit_with_pack, FreshPrompts, PackAudit};
 use hspi_cli::audit::Args;
 use hspi_cli::command_line;
 use hspi_datasets::OpenMode;
@@ -34,6 +34,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             out: t.out.as_deref(),
             mode: OpenMode::from_flags(false, t.force),
             command: &command_line(),
+            fresh: a.weights.as_deref().map(|weights| FreshPrompts {
+                weights,
+                formats: a.fresh_formats.clone(),
+            }),
         };
         audit_with_pack(audit, &printer::lines())?
     };

@@ -276,6 +276,11 @@ impl EndpointSession {
         self.ask_probe(probe_id, false)
     }
 
+    /// Whether prompts reach the model through its chat template (chat completions).
+    pub fn asks_chat(&self) -> bool {
+        self.target.shape.url_suffix() == "/chat/completions"
+    }
+
     /// Failed attempts so far (timeouts, 5xx, malformed bodies …), counted apart from answers.
     pub fn failures(&self) -> crate::http::TransportFailures {
         self.target.client.failures()

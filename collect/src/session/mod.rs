@@ -3,10 +3,12 @@
 //! lines; the binary only parses flags into them.
 
 mod endpoint;
+mod forced;
 mod local;
 mod shard;
 
 pub use endpoint::{api_key_from_env, EndpointCollected, EndpointOptions, EndpointSession};
+pub use forced::ForcedSession;
 pub use local::{collect_local, LocalSummary};
 pub use shard::{shard_index, ShardAssignment};
 

@@ -13,7 +13,7 @@ use hspi_datasets::{GgufType, NumericFormat};
 use crate::error::{CollectError, Result};
 use crate::zoo::smollm2::NATIVE;
 
-fn ggml_type(format: NumericFormat) -> Option<GgmlDType> {
+pub(super) fn ggml_type(format: NumericFormat) -> Option<GgmlDType> {
     Some(match format {
         NumericFormat::F32 => GgmlDType::F32,
         NumericFormat::F16 => GgmlDType::F16,

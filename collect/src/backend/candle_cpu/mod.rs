@@ -1,14 +1,17 @@
 //! candle's own CPU kernels (gemm crate, im2col convolution, quantized matmuls): image models at
-//! f32, f16 or bf16 (`image.rs`), GGUF llama models at GGUF formats (`gguf_lm.rs`) and at the
+//! f32, f16 or bf16 (`image.rs`), GGUF llama models at GGUF formats (`gguf_lm.rs`; every position
+//! in one pass for teacher forcing: `gguf_all_positions.rs`) and at the
 //! formats serving engines sell, bf16 to NVFP4, as those engines compute them
 //! (`served_lm.rs`, the schemes in `crate::scheme`), the tiny LM at f32, f16 or bf16
 //! (`tiny_lm.rs`). Language models run at batch size 1.
 
+mod gguf_all_positions;
 mod gguf_lm;
 mod image;
 mod served_lm;
 mod tiny_lm;
 
+pub use gguf_all_positions::GgufAllPositions;
 pub use gguf_lm::QuantizedLm;
 pub use image::CandleImage;
 pub use served_lm::ServedLm;

@@ -262,6 +262,13 @@ impl ServedLm {
 
     /// Logits over the whole vocabulary for the token after `tokens`, from a fresh context.
     pub fn next_token_logits(&self, tokens: &[u32]) -> Result<Vec<f32>> {
+        let n = tokens.len();
+        Ok(self.logits_from(tokens, n)?.pop().unwrap_or_default())
+    }
+
+    /// Logits over the whole vocabulary after each prefix `tokens[..k]`, `k` from `from` to the
+    /// whole, from one causal pass over `tokens` (teacher forcing on given tokens).
+    pub fn logits_from(&self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>> {
         let c = &self.config;
         let n = tokens.len();
         if n == 0 {
@@ -313,13 +320,23 @@ impl ServedLm {
                 .collect();
             h = self.linear(&act, n, &layer.down)?;
         }
-        let at = (n - 1) * c.hidden..n * c.hidden;
-        let last = match residual {
-            Some(mut r) => self.add_norm(&h[at.clone()], &mut r[at], &self.final_norm),
-            None => self.rms_norm(&h[at], &self.final_norm),
-        };
-        let x = Tensor::from_vec(last, (1, c.hidden), &Device::Cpu)?;
-        let logits = x.matmul(&self.lm_head_t)?.flatten_all()?.to_vec1::<f32>()?;
-        Ok(bf16s(&logits))
+        // Each row separately through the head, as the last row alone always was (a GEMM's
+        // blocking may depend on its row count: one row keeps the generated answers' bits).
+        let from = from.clamp(1, n);
+        let mut out = Vec::with_capacity(n + 1 - from);
+        for k in from..=n {
+            let at = (k - 1) * c.hidden..k * c.hidden;
+            let last = match &residual {
+                Some(r) => {
+                    let mut r = r[at.clone()].to_vec();
+                    self.add_norm(&h[at], &mut r, &self.final_norm)
+                }
+                None => self.rms_norm(&h[at], &self.final_norm),
+            };
+            let x = Tensor::from_vec(last, (1, c.hidden), &Device::Cpu)?;
+            let logits = x.matmul(&self.lm_head_t)?.flatten_all()?.to_vec1::<f32>()?;
+            out.push(bf16s(&logits));
+        }
+        Ok(out)
     }
 }

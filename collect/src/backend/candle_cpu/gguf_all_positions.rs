@@ -1,0 +1,260 @@
+//! A GGUF llama model on candle's quantized kernels that returns the logits of every position
+//! from one causal pass: teacher forcing on a provider's tokens reads the weights once per answer
+//! instead of once per generated token (decoding a 135M model is memory-bound: 8 positions cost
+//! about 8 reads of every weight, one pass about one). The layers are candle's quantized llama
+//! (`candle_transformers::models::quantized_llama`), kept here because that model returns the
+//! last position only. Other formats are made by requantising the file's matrices in memory, as
+//! [`super::QuantizedLm`] does.
+
+use std::path::Path;
+
+use candle_core::quantized::{gguf_file, QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Tensor};
+use candle_transformers::quantized_nn::RmsNorm;
+use hspi_datasets::NumericFormat;
+
+use super::gguf_lm::ggml_type;
+use crate::error::{CollectError, Result};
+use crate::zoo::smollm2::NATIVE;
+
+struct Layer {
+    q: QMatMul,
+    k: QMatMul,
+    v: QMatMul,
+    o: QMatMul,
+    gate: QMatMul,
+    up: QMatMul,
+    down: QMatMul,
+    attn_norm: RmsNorm,
+    ffn_norm: RmsNorm,
+}
+
+pub struct GgufAllPositions {
+    embed: Tensor,
+    layers: Vec<Layer>,
+    norm: RmsNorm,
+    output: QMatMul,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    /// Rotary pairs `i, i + d/2` (NeoX) rather than `2i, 2i + 1` (llama's GGUF convention).
+    neox: bool,
+    rope_base: f32,
+    /// A prefix several contexts share, with every layer's keys and values for it.
+    prefix: Option<(Vec<u32>, Vec<KeyValues>)>,
+    /// The last context scored, to find the prefix the next one shares with it.
+    last: Vec<u32>,
+}
+
+/// One layer's keys and values (`[1, kv heads, positions, head dim]`, after the rotation).
+type KeyValues = (Tensor, Tensor);
+
+/// Shortest shared prefix worth keeping keys and values for.
+const MIN_PREFIX: usize = 8;
+
+impl GgufAllPositions {
+    /// Load `path` with its matrices at `format` (the native Q4_1 loads as is).
+    pub fn load(path: &Path, format: NumericFormat) -> Result<GgufAllPositions> {
+        let bad = |reason: String| CollectError::BadWeights {
+            model: "smollm2".into(),
+            path: path.into(),
+            reason,
+        };
+        let target = ggml_type(format).ok_or_else(|| {
+            bad(format!(
+                "candle cannot run this model at {format} (formats: f32 f16 q8_0 q4_0 q4_1 q5_0 q5_1)"
+            ))
+        })?;
+        let dev = Device::Cpu;
+        let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
+        let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
+        let meta = |key: &str| {
+            content
+                .metadata
+                .get(key)
+                .ok_or_else(|| bad(format!("no {key} in the GGUF metadata")))
+        };
+        let number = |key: &str| -> Result<usize> {
+            Ok(meta(key)?.to_u32().map_err(|e| bad(e.to_string()))? as usize)
+        };
+        let eps = f64::from(
+            meta("llama.attention.layer_norm_rms_epsilon")?
+                .to_f32()
+                .map_err(|e| bad(e.to_string()))?,
+        );
+        let rope_base = meta("llama.rope.freq_base")
+            .and_then(|v| v.to_f32().map_err(|e| bad(e.to_string())))
+            .unwrap_or(10000.0);
+        let arch = meta("general.architecture")
+            .ok()
+            .and_then(|v| v.to_string().ok().cloned())
+            .unwrap_or_default();
+        let (heads, kv_heads) = (
+            number("llama.attention.head_count")?,
+            number("llama.attention.head_count_kv")?,
+        );
+        let hidden = number("llama.embedding_length")?;
+        let blocks = number("llama.block_count")?;
+        let mut tensor = |name: &str| -> Result<QTensor> {
+            content
+                .tensor(&mut file, name, &dev)
+                .map_err(|e| bad(format!("{name}: {e}")))
+        };
+        let matrix = |qt: QTensor| -> Result<QMatMul> {
+            let qt = if format == NATIVE {
+                qt
+            } else {
+                QTensor::quantize(&qt.dequantize(&Device::Cpu)?, target)?
+            };
+            Ok(QMatMul::from_qtensor(qt)?)
+        };
+        let embed_q = tensor("token_embd.weight")?;
+        let embed = embed_q.dequantize(&dev)?;
+        let output = match tensor("output.weight") {
+            Ok(t) => t,
+            Err(_) => embed_q,
+        };
+        let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
+        let mut layers = Vec::with_capacity(blocks);
+        for i in 0..blocks {
+            let attn_norm =
+                RmsNorm::from_qtensor(tensor(&format!("blk.{i}.attn_norm.weight"))?, eps)?;
+            let ffn_norm =
+                RmsNorm::from_qtensor(tensor(&format!("blk.{i}.ffn_norm.weight"))?, eps)?;
+            let mut m = |name: &str| matrix(tensor(&format!("blk.{i}.{name}.weight"))?);
+            layers.push(Layer {
+                q: m("attn_q")?,
+                k: m("attn_k")?,
+                v: m("attn_v")?,
+                o: m("attn_output")?,
+                gate: m("ffn_gate")?,
+                up: m("ffn_up")?,
+                down: m("ffn_down")?,
+                attn_norm,
+                ffn_norm,
+            });
+        }
+        Ok(GgufAllPositions {
+            embed,
+            layers,
+            norm,
+            output: matrix(output)?,
+            heads,
+            kv_heads,
+            head_dim: hidden / heads,
+            neox: arch != "llama",
+            rope_base,
+            prefix: None,
+            last: Vec::new(),
+        })
+    }
+
+    /// The rotary tables for positions `start..n`.
+    fn rotary(&self, start: usize, n: usize) -> Result<(Tensor, Tensor)> {
+        let d = self.head_dim;
+        let theta: Vec<f32> = (0..d)
+            .step_by(2)
+            .map(|i| 1.0 / self.rope_base.powf(i as f32 / d as f32))
+            .collect();
+        let theta = Tensor::new(theta.as_slice(), &Device::Cpu)?;
+        let at = Tensor::arange(start as u32, n as u32, &Device::Cpu)?
+            .to_dtype(DType::F32)?
+            .reshape((n - start, 1))?
+            .matmul(&theta.reshape((1, d / 2))?)?;
+        Ok((at.cos()?, at.sin()?))
+    }
+
+    /// One causal pass over `tokens[start..]`, attending to `cache` (every layer's keys and
+    /// values of `tokens[..start]`): the final-norm hidden states of positions `start..`, and
+    /// every layer's keys and values of the whole context.
+    fn pass(
+        &self,
+        tokens: &[u32],
+        start: usize,
+        cache: &[KeyValues],
+    ) -> Result<(Tensor, Vec<KeyValues>)> {
+        let n = tokens.len();
+        let m = n - start;
+        let dev = Device::Cpu;
+        let ids = Tensor::new(&tokens[start..], &dev)?;
+        let mut x = self.embed.index_select(&ids, 0)?.unsqueeze(0)?;
+        let (cos, sin) = self.rotary(start, n)?;
+        let mask: Vec<f32> = (start..n)
+            .flat_map(|i| (0..n).map(move |j| if j > i { f32::NEG_INFINITY } else { 0.0 }))
+            .collect();
+        let mask = Tensor::from_vec(mask, (m, n), &dev)?;
+        let (h, kvh, d) = (self.heads, self.kv_heads, self.head_dim);
+        let heads = |t: Tensor, count: usize| -> Result<Tensor> {
+            Ok(t.reshape((1, m, count, d))?.transpose(1, 2)?.contiguous()?)
+        };
+        let rope = |t: &Tensor| -> Result<Tensor> {
+            Ok(if self.neox {
+                candle_nn::rotary_emb::rope(t, &cos, &sin)?
+            } else {
+                candle_nn::rotary_emb::rope_i(t, &cos, &sin)?
+            })
+        };
+        let mut kept = Vec::with_capacity(self.layers.len());
+        for (i, l) in self.layers.iter().enumerate() {
+            let a = l.attn_norm.forward(&x)?;
+            let q = rope(&heads(l.q.forward(&a)?, h)?)?;
+            let mut k = rope(&heads(l.k.forward(&a)?, kvh)?)?;
+            let mut v = heads(l.v.forward(&a)?, kvh)?;
+            if let Some((ck, cv)) = cache.get(i) {
+                k = Tensor::cat(&[ck, &k], 2)?;
+                v = Tensor::cat(&[cv, &v], 2)?;
+            }
+            kept.push((k.clone(), v.clone()));
+            let k = candle_transformers::utils::repeat_kv(k, h / kvh)?;
+            let v = candle_transformers::utils::repeat_kv(v, h / kvh)?;
+            let att = (q.matmul(&k.t()?)? / (d as f64).sqrt())?.broadcast_add(&mask)?;
+            let att = candle_nn::ops::softmax_last_dim(&att)?;
+            let y = att
+                .matmul(&v.contiguous()?)?
+                .transpose(1, 2)?
+                .reshape((1, m, h * d))?;
+            x = (x + l.o.forward(&y)?)?;
+            let f = l.ffn_norm.forward(&x)?;
+            let mlp = l
+                .down
+                .forward(&(candle_nn::ops::silu(&l.gate.forward(&f)?)? * l.up.forward(&f)?)?)?;
+            x = (x + mlp)?;
+        }
+        Ok((self.norm.forward(&x)?, kept))
+    }
+
+    /// Logits over the whole vocabulary after each prefix `tokens[..k]`, `k` from `from` to the
+    /// whole, from one causal pass over `tokens`. A prefix the context shares with the previous
+    /// one (a chat template's system turn) is computed once and its keys and values kept.
+    pub fn logits_from(&mut self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>> {
+        let n = tokens.len();
+        if n == 0 {
+            return Err(CollectError::BadRequest(
+                "an empty context has no next token".into(),
+            ));
+        }
+        let from = from.clamp(1, n);
+        let shared = tokens[..from]
+            .iter()
+            .zip(&self.last)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(from - 1);
+        self.last = tokens[..from].to_vec();
+        let kept = self.prefix.as_ref().map_or(0, |(p, _)| p.len());
+        if shared >= MIN_PREFIX && shared != kept {
+            let (_, cache) = self.pass(&tokens[..shared], 0, &[])?;
+            self.prefix = Some((tokens[..shared].to_vec(), cache));
+        }
+        let (start, cache) = match &self.prefix {
+            Some((p, cache)) if p.len() < from && tokens.starts_with(p) => {
+                (p.len(), cache.as_slice())
+            }
+            _ => (0, &[][..]),
+        };
+        let (x, _) = self.pass(tokens, start, cache)?;
+        let x = x.narrow(1, from - 1 - start, n + 1 - from)?;
+        let logits = self.output.forward(&x)?.squeeze(0)?;
+        Ok(logits.to_dtype(DType::F32)?.to_vec2()?)
+    }
+}

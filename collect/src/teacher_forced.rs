@@ -1,0 +1,281 @@
+//! References on the provider's own tokens (teacher forcing). For an answer an endpoint gave, each
+//! format hspi can compute scores the very prefix the provider saw: the prompt, then the tokens
+//! the provider returned so far. Every generated position is then evidence, whichever path the
+//! provider's text took (sampled, or greedy on another engine), and the prompt can be one made
+//! for this audit alone: no provider can have prepared for it.
+
+use std::path::Path;
+use std::time::Instant;
+
+use hspi_datasets::{
+    Logprob, NumericFormat, Outputs, Platform, ProbeInput, Record, TokenStep, TopEntry,
+};
+
+use crate::backend::candle_cpu::{GgufAllPositions, ServedLm};
+use crate::backend::{Backend, CandleCpu};
+use crate::error::{CollectError, Result};
+use crate::serve::codec::Codec;
+use crate::serve::log_softmax;
+use crate::zoo::chat_template::Message;
+use crate::zoo::{Model, ModelId};
+
+/// One format's engine, able to score every position of a given token sequence.
+enum ForcedLm {
+    /// llama.cpp's formats on candle's quantized kernels.
+    Gguf(GgufAllPositions),
+    /// The market's formats as vLLM computes them (one causal pass).
+    Served(Box<ServedLm>),
+}
+
+impl ForcedLm {
+    fn logits_from(&mut self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>> {
+        match self {
+            ForcedLm::Gguf(lm) => lm.logits_from(tokens, from),
+            ForcedLm::Served(lm) => lm.logits_from(tokens, from),
+        }
+    }
+}
+
+/// How an answer's references were computed: per platform, the seconds it took.
+#[derive(Debug, Clone, Default)]
+pub struct ForcedCost {
+    pub seconds: Vec<(Platform, f64)>,
+    /// Positions scored per platform.
+    pub positions: usize,
+}
+
+/// hspi's own engines for a model's weights, one per format, scoring answers on their tokens.
+pub struct ForcedReferences {
+    codec: Codec,
+    model_id: String,
+    lms: Vec<(Platform, ForcedLm)>,
+}
+
+impl ForcedReferences {
+    /// The formats of `formats` (every one candle computes for this model when empty) for the
+    /// language model whose weights are at `weights` (a GGUF file or a checkpoint directory).
+    pub fn open(weights: &Path, formats: &[NumericFormat]) -> Result<ForcedReferences> {
+        let model = Model::load(ModelId::SmolLm2, Some(weights))?;
+        let Model::Lm { path, info } = &model else {
+            unreachable!("SmolLM2 loads as a language model")
+        };
+        let platforms = CandleCpu.platforms(ModelId::SmolLm2)?;
+        let wanted: Vec<Platform> = if formats.is_empty() {
+            platforms
+        } else {
+            let mut out = Vec::new();
+            for f in formats {
+                let p = platforms.iter().find(|p| p.format == *f).ok_or_else(|| {
+                    CollectError::Unsupported {
+                        platform: f.to_string(),
+                        model: info.id.clone(),
+                        reason: format!(
+                            "hspi computes this model at {}",
+                            platforms
+                                .iter()
+                                .map(|p| p.format.to_string())
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        ),
+                    }
+                })?;
+                out.push(p.clone());
+            }
+            out
+        };
+        let served_weights = if wanted
+            .iter()
+            .any(|p| crate::scheme::for_format(p.format).is_some())
+        {
+            Some(crate::zoo::llama_weights::load(path)?)
+        } else {
+            None
+        };
+        // Each format loads on its own (quantising a model is seconds of one core's work).
+        let loaded: Vec<Result<ForcedLm>> = on_workers(wanted.len(), |i| {
+            let format = wanted[i].format;
+            Ok(match &served_weights {
+                Some(w) if crate::scheme::for_format(format).is_some() => {
+                    ForcedLm::Served(Box::new(ServedLm::new(w, format)?))
+                }
+                _ => ForcedLm::Gguf(GgufAllPositions::load(path, format)?),
+            })
+        });
+        let mut lms = Vec::with_capacity(wanted.len());
+        for (p, lm) in wanted.into_iter().zip(loaded) {
+            lms.push((p, lm?));
+        }
+        Ok(ForcedReferences {
+            codec: Codec::for_model(&model, &lms[0].0)?,
+            model_id: info.id.clone(),
+            lms,
+        })
+    }
+
+    pub fn platforms(&self) -> Vec<Platform> {
+        self.lms.iter().map(|(p, _)| p.clone()).collect()
+    }
+
+    /// The prompt's tokens as the endpoint read them: through the chat template where it was
+    /// asked on chat completions (`chat`), else as raw text.
+    fn prompt_ids(&self, input: &ProbeInput, chat: bool) -> Result<Vec<u32>> {
+        let ProbeInput::Prompt { text, .. } = input else {
+            return Err(CollectError::BadRequest(
+                "teacher-forced references are for prompts".into(),
+            ));
+        };
+        if chat {
+            self.codec.chat_ids(&[Message {
+                role: "user".into(),
+                content: text.clone(),
+            }])
+        } else {
+            self.codec.text_ids(text)
+        }
+    }
+
+    /// How many tokens the prompt is, asked through chat completions (`chat`) or not.
+    pub fn prompt_len(&self, input: &ProbeInput, chat: bool) -> Result<usize> {
+        Ok(self.prompt_ids(input, chat)?.len())
+    }
+
+    /// The provider's generated tokens: the ids it printed, else its text read again.
+    fn answer_ids(&self, answer: &Record) -> Result<Vec<u32>> {
+        let Outputs::Completion { text, steps, .. } = &answer.outputs else {
+            return Err(CollectError::BadRequest(format!(
+                "answer to probe {} is no completion",
+                answer.probe_id
+            )));
+        };
+        let ids: Option<Vec<u32>> = steps.iter().map(|s| s.id).collect();
+        match ids {
+            Some(ids) if !steps.is_empty() => Ok(ids),
+            _ if text.is_empty() => Ok(Vec::new()),
+            _ => self.codec.text_ids(text),
+        }
+    }
+
+    /// Per format, its answer on the provider's tokens: at each generated position the
+    /// provider's token with its logprob under that format and the format's `top` best.
+    pub fn score(
+        &mut self,
+        input: &ProbeInput,
+        answer: &Record,
+        top: usize,
+    ) -> Result<(Vec<Record>, ForcedCost)> {
+        let url = answer.target.split('#').next().unwrap_or(&answer.target);
+        let chat = url.trim_end_matches('/').ends_with("/chat/completions");
+        let prompt = self.prompt_ids(input, chat)?;
+        let generated = self.answer_ids(answer)?;
+        let mut cost = ForcedCost {
+            positions: generated.len(),
+            ..ForcedCost::default()
+        };
+        if generated.is_empty() {
+            return Ok((Vec::new(), cost));
+        }
+        let mut tokens = prompt.clone();
+        tokens.extend_from_slice(&generated[..generated.len() - 1]);
+        let text = match &answer.outputs {
+            Outputs::Completion { text, .. } => text.clone(),
+            _ => String::new(),
+        };
+        let codec = &self.codec;
+        let model_id = &self.model_id;
+        let lms: Vec<std::sync::Mutex<&mut (Platform, ForcedLm)>> =
+            self.lms.iter_mut().map(std::sync::Mutex::new).collect();
+        let scored: Vec<Result<(Record, f64)>> = on_workers(lms.len(), |i| {
+            let mut guard = lms[i].lock().expect("one worker per format");
+            let (platform, lm) = &mut **guard;
+            let start = Instant::now();
+            let rows = lm.logits_from(&tokens, prompt.len())?;
+            let steps: Vec<TokenStep> = rows
+                .iter()
+                .zip(&generated)
+                .map(|(logits, id)| step(codec, &log_softmax(logits), *id, top))
+                .collect();
+            let elapsed = start.elapsed();
+            let record = Record {
+                probe_id: answer.probe_id.clone(),
+                target: crate::local_target_id(model_id, platform),
+                platform: Some(platform.clone()),
+                outputs: Outputs::Completion {
+                    text: text.clone(),
+                    steps,
+                    finish_reason: None,
+                },
+                timing_us: elapsed.as_micros() as u64,
+                usage: None,
+                served: None,
+            };
+            Ok((record, elapsed.as_secs_f64()))
+        });
+        let mut out = Vec::with_capacity(scored.len());
+        for r in scored {
+            let (record, seconds) = r?;
+            let platform = record.platform.clone().expect("set above");
+            cost.seconds.push((platform, seconds));
+            out.push(record);
+        }
+        Ok((out, cost))
+    }
+}
+
+/// `job(0..n)` on one worker thread per core, the results in index order.
+fn on_workers<T: Send>(n: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(n.max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= n {
+                            break mine;
+                        }
+                        mine.push((i, job(i)));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a reference worker panicked"))
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, t)| t).collect()
+}
+
+/// One position: the given token with its logprob, and the `top` best (ties by id).
+fn step(codec: &Codec, lp: &[f32], id: u32, top: usize) -> TokenStep {
+    let entry = |i: usize| TopEntry {
+        token: String::from_utf8_lossy(&codec.token_bytes(i as u32)).into_owned(),
+        id: Some(i as u32),
+        logprob: logprob(lp[i]),
+    };
+    let mut order: Vec<usize> = (0..lp.len()).collect();
+    let k = top.min(lp.len());
+    order.select_nth_unstable_by(k.saturating_sub(1).min(lp.len() - 1), |a, b| {
+        lp[*b].total_cmp(&lp[*a]).then(a.cmp(b))
+    });
+    order.truncate(k);
+    order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
+    let at = (id as usize).min(lp.len() - 1);
+    TokenStep {
+        token: String::from_utf8_lossy(&codec.token_bytes(id)).into_owned(),
+        id: Some(id),
+        bytes: Some(codec.token_bytes(id)),
+        logprob: Some(logprob(lp[at])),
+        top: order.into_iter().map(entry).collect(),
+    }
+}
+
+/// An f32 printed exactly (17 significant digits), as llama.cpp prints logprobs.
+fn logprob(v: f32) -> Logprob {
+    Logprob::parse(&format!("{:.17e}", f64::from(v))).expect("a finite f32 prints as a number")
+}

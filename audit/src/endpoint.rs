@@ -121,8 +121,12 @@ pub fn verify_endpoint_forced(
             (lines.status)(&presentation_warning(shown));
         }
         let verdict = v.verdict().map(|v| format!(" ({})", v.name()));
+        let format = v
+            .current_format_llr()
+            .map(|f| format!(", format llr {f:+.2}"))
+            .unwrap_or_default();
         (lines.status)(&format!(
-            "query {queries}: probe {} → llr {:+.2}{}; spent {}",
+            "query {queries}: probe {} → llr {:+.2}{format}{}; spent {}",
             short_id(&record.probe_id),
             v.current_llr(),
             verdict.unwrap_or_default(),

@@ -7,7 +7,7 @@ use std::path::Path;
 use hspi_classify::verify::VerifyParams;
 use hspi_classify::{PlatformModel, ReferenceIndex};
 use hspi_collect::session::{EndpointOptions, EndpointSession, ForcedSession};
-use hspi_datasets::{Dimension, ModelInfo, NumericFormat, OpenMode, Platform, PlatformPattern};
+use hspi_datasets::{ModelInfo, NumericFormat, OpenMode, Platform, PlatformPattern};
 use hspi_pack::{draw, fresh_seed, Pack, PackError, PromptTokens};
 use hspi_reports::contract::PackDraw;
 use hspi_reports::report::Report;
@@ -15,7 +15,7 @@ use hspi_reports::report::Report;
 use crate::contract::{billing, parameters, transport, Repeat};
 use crate::endpoint::{audit_report, verify_endpoint_forced, write_audit};
 use crate::error::AuditError;
-use crate::setup::VerifySetup;
+use crate::setup::{format_claim, VerifySetup};
 use crate::Lines;
 
 /// Prompts drawn per audit when not told: three times what a format verdict usually takes
@@ -107,22 +107,6 @@ fn fresh_formats(pack: &Pack, asked: &[NumericFormat]) -> Vec<NumericFormat> {
     formats.sort();
     formats.dedup();
     formats
-}
-
-/// The claim a fresh audit tests: its format (and the model) only, as hspi's own engine stands in
-/// for every other dimension.
-fn format_claim(claim: &str) -> Result<PlatformPattern, AuditError> {
-    let claim: PlatformPattern = claim.parse()?;
-    if claim.get(Dimension::Format).is_none() {
-        return Err(AuditError::Usage(format!(
-            "claim {claim} names no format: fresh prompts (--weights) test the format and the model\nhint: claim a format, e.g. --claim '*/*/f16/*'"
-        )));
-    }
-    let others: Vec<Dimension> = Dimension::ALL
-        .into_iter()
-        .filter(|d| *d != Dimension::Format)
-        .collect();
-    Ok(claim.opened(&others))
 }
 
 /// The identity of `weights`, checked to be the pack's model (their sha256 against the pack's).

@@ -8,7 +8,7 @@ use hspi_classify::verify::{Verifier, VerifyParams, VerifyReport};
 use hspi_classify::{run_audit, PlatformModel, RecordSource, ReferenceIndex};
 use hspi_datasets::store::load_one_model;
 use hspi_datasets::store::OneModel;
-use hspi_datasets::{Platform, PlatformPattern, Presentation, Record};
+use hspi_datasets::{Dimension, Platform, PlatformPattern, Presentation, Record};
 use hspi_reports::report::{Atlas, Context, Report, Spent, Subject};
 
 use crate::error::AuditError;
@@ -49,6 +49,43 @@ impl VerifySetup {
         })
     }
 
+    /// References that stand alone, without a classifier: those a fresh-prompt audit computed on
+    /// the provider's own tokens (`OUT/references`). One class per platform they hold; the claim
+    /// is tested on its format (and the model) only.
+    pub fn references_only(
+        claim: &str,
+        references: &[PathBuf],
+        params: VerifyParams,
+    ) -> Result<VerifySetup, AuditError> {
+        let claim = format_claim(claim)?;
+        let data = load_one_model(references)?;
+        let mut platforms: Vec<Platform> = data
+            .records
+            .iter()
+            .filter_map(|r| r.platform.clone())
+            .collect();
+        platforms.sort_by_key(|p| p.to_string());
+        platforms.dedup();
+        let width = data
+            .records
+            .iter()
+            .filter_map(|r| match &r.outputs {
+                hspi_datasets::Outputs::Completion { steps, .. } => {
+                    steps.iter().map(|s| s.top.len()).max()
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        Ok(VerifySetup {
+            model: PlatformModel::references_only(data.model, &platforms, width),
+            references: ReferenceIndex::new(&data.records),
+            reference_dirs: references.to_vec(),
+            claim,
+            params,
+        })
+    }
+
     pub fn verifier(&self) -> Result<Verifier<'_>, AuditError> {
         Ok(Verifier::new(
             &self.model,
@@ -67,6 +104,22 @@ impl VerifySetup {
         );
         Context::now(subject, spent, atlas)
     }
+}
+
+/// The claim a fresh audit tests: its format (and the model) only, as hspi's own engine stands in
+/// for every other dimension.
+pub(crate) fn format_claim(claim: &str) -> Result<PlatformPattern, AuditError> {
+    let claim: PlatformPattern = claim.parse()?;
+    if claim.get(Dimension::Format).is_none() {
+        return Err(AuditError::Usage(format!(
+            "claim {claim} names no format: fresh prompts (--weights) test the format and the model\nhint: claim a format, e.g. --claim '*/*/f16/*'"
+        )));
+    }
+    let others: Vec<Dimension> = Dimension::ALL
+        .into_iter()
+        .filter(|d| *d != Dimension::Format)
+        .collect();
+    Ok(claim.opened(&others))
 }
 
 /// The target's answers in `dirs` (only those labelled `of` when given: `--answers-of`), as an

@@ -279,12 +279,25 @@ impl PlatformModel {
             };
             return out;
         }
-        out.method = "classifier".into();
+        // Without a classifier (references computed for a fresh audit) the format evidence
+        // weighs the classes.
+        let formats = self.format_references().filter(|_| !self.has_classifier());
+        out.method = if formats.is_some() {
+            "format-evidence"
+        } else {
+            "classifier"
+        }
+        .into();
         out.without_references = blind;
         let without_references = blind;
         let mut total = vec![0.0; self.classes.len()];
-        for Scored { log_proba: lp, .. } in scored {
-            for (t, v) in total.iter_mut().zip(lp) {
+        for s in scored {
+            let lp = match (&formats, &s.format) {
+                (Some(f), Some(scores)) => f.class_scores(scores, &self.classes),
+                (Some(_), None) => vec![0.0; self.classes.len()],
+                (None, _) => s.log_proba.clone(),
+            };
+            for (t, v) in total.iter_mut().zip(&lp) {
                 *t += v;
             }
         }

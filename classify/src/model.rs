@@ -209,6 +209,11 @@ impl PlatformModel {
         Ok(model)
     }
 
+    /// Whether a trained classifier scores answers (not a references-only model).
+    pub fn has_classifier(&self) -> bool {
+        !self.spec.kinds.is_empty()
+    }
+
     /// A model without a classifier: one class per platform whose references an audit computes
     /// for its own prompts (teacher forcing), answered as top-`width` logprob steps. Only the
     /// evidence that reads those references weighs an answer (the format evidence, the model
@@ -326,7 +331,11 @@ impl PlatformModel {
         model: &ModelInfo,
         records: &[&Record],
     ) -> Result<(), ClassifyError> {
-        if model.id != self.model.id || model.weights_sha256 != self.model.weights_sha256 {
+        // Without a classifier (references a fresh audit computed) nothing was trained on the
+        // records' weights: the model's name suffices.
+        let weights_differ =
+            self.has_classifier() && model.weights_sha256 != self.model.weights_sha256;
+        if !model.id.eq_ignore_ascii_case(&self.model.id) || weights_differ {
             return Err(ClassifyError::Mismatch(format!(
                 "this classifier was trained on model {} (weights {}), the records are from {} (weights {})\nhint: train on a dataset of the same model",
                 self.model.id,

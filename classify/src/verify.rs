@@ -394,6 +394,12 @@ impl<'a> Verifier<'a> {
         self.llr()
     }
 
+    /// The format's own log-likelihood ratio so far, where the format is weighed on evidence of
+    /// its own (see [`QueryEvidence::format_llr`]).
+    pub fn current_format_llr(&self) -> Option<f64> {
+        self.formats.as_ref().and(self.format_llr())
+    }
+
     fn llr(&self) -> f64 {
         let best = |set: &mut dyn Iterator<Item = usize>| {
             set.map(|c| self.cumulative[c])
@@ -531,7 +537,7 @@ impl<'a> Verifier<'a> {
             return (method, ll.clone(), Some(ll));
         }
         self.add_shapes(record, shown);
-        let (method, mut ll, format_ll) = if exact {
+        let (method, mut ll, format_ll) = if exact && self.model.has_classifier() {
             let scored = self.model.score_records(&[record], &self.refs);
             let s = scored.into_iter().next().expect("one record scored");
             let format_ll = self
@@ -545,7 +551,7 @@ impl<'a> Verifier<'a> {
             let ll: Vec<f64> = lp.iter().map(|v| (v - top).max(-cap)).collect();
             ("classifier", ll, format_ll)
         } else {
-            let format_ll = self.rounded_format_scores(record, shown);
+            let format_ll = self.shown_format_scores(record, shown);
             let ll = format_ll.clone().unwrap_or_else(|| vec![0.0; k]);
             ("format-evidence", ll, format_ll)
         };
@@ -643,23 +649,26 @@ impl<'a> Verifier<'a> {
         ))
     }
 
-    /// The format evidence of an answer rounded to a grid: the references rounded the same way,
-    /// the noise allowed to grow by the rounding of both.
-    fn rounded_format_scores(&self, record: &Record, shown: Presentation) -> Option<Vec<f64>> {
-        let Presentation::Rounded(grid) = shown else {
-            return None;
+    /// The format evidence of an answer as the endpoint shows it: exact, or rounded to a grid
+    /// (the references rounded the same way, the noise allowed to grow by the rounding of both).
+    fn shown_format_scores(&self, record: &Record, shown: Presentation) -> Option<Vec<f64>> {
+        let grid = match shown {
+            Presentation::Rounded(grid) => Some(grid),
+            Presentation::Exact => None,
+            Presentation::TextOnly => return None,
         };
         let formats = self.formats.as_ref()?;
         let answer = View::of(&record.outputs);
-        let rounding = match &answer {
-            View::Steps { steps, .. } => {
+        let rounding = match (&answer, grid) {
+            (_, None) => 0.0,
+            (View::Steps { steps, .. }, Some(grid)) => {
                 let v: Vec<f64> = steps
                     .iter()
                     .flat_map(|s| s.top.iter().map(|(_, v)| grid.variance(*v)))
                     .collect();
                 v.iter().sum::<f64>() / v.len().max(1) as f64
             }
-            View::Logits(_) => 0.0,
+            (View::Logits(_), _) => 0.0,
         };
         let views = self.references_shown(record, shown);
         let scores = formats.score(&answer, &views, FORMAT_CAP, 2.0 * rounding)?;

@@ -119,12 +119,16 @@ impl VerifyArgs {
     }
 
     pub fn setup(&self) -> Result<VerifySetup, CliError> {
+        let (claim, refs) = (&self.claim, &self.references);
         let Some(classifier) = &self.classifier else {
+            if !refs.is_empty() {
+                // A fresh audit's own references (OUT/references) stand without a classifier.
+                return Ok(VerifySetup::references_only(claim, refs, self.params())?);
+            }
             return Err(CliError::Missing(
-                "--classifier FILE is needed (or, for hspi audit, --pack DIR)",
+                "--classifier FILE is needed (or, for hspi audit, --pack DIR; or --references OUT/references of a fresh-prompt audit)",
             ));
         };
-        let (claim, refs) = (&self.claim, &self.references);
         Ok(VerifySetup::load(claim, classifier, refs, self.params())?)
     }
 }

@@ -3,6 +3,7 @@
 pub mod fake;
 pub mod llama;
 pub mod proxy;
+pub mod router;
 pub mod torch_host;
 pub mod vllm;
 

@@ -1,0 +1,236 @@
+//! Audits a provider cannot prepare for (`hspi audit --weights`): prompts made for each audit,
+//! their references computed by hspi on the provider's own tokens (teacher forcing), against
+//! real llama-servers behind providers that recognise the pack's public pool or sample every
+//! answer at temperature 0.8. The 200-audit figures replay answers collected once, with the
+//! references computed for them, through `hspi verify --references OUT/references --audits`.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use common::llama;
+use common::router::{prompt_of, Router};
+use hspi_collect::session::ForcedSession;
+use hspi_datasets::{Dataset, NumericFormat, OpenMode};
+
+/// llama.cpp's formats: the claim F16 and what a provider would sell in its place.
+const FORMATS: &str = "f32,f16,q8_0,q4_0";
+/// Answers collected per provider for the replayed audits.
+const ANSWERS: usize = 32;
+const F16: &str = "*/*/f16/*";
+
+fn weights() -> PathBuf {
+    let p = llama::cache().join("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(p.exists(), "{} is missing: run .ci/setup", p.display());
+    p
+}
+
+fn formats() -> Vec<NumericFormat> {
+    FORMATS.split(',').map(|f| f.parse().unwrap()).collect()
+}
+
+/// A provider that samples at temperature 0.8 whatever it is asked (a new seed per request).
+fn sampling(upstream: &str) -> Router {
+    let upstream = upstream.to_string();
+    Router::start(Box::new(move |n, request| {
+        request["temperature"] = 0.8.into();
+        request["seed"] = (1000 + n).into();
+        upstream.clone()
+    }))
+}
+
+/// `hspi collect` of `base`'s answers to fresh prompts (seed `seed`) into `out/answers`, and
+/// hspi's references on their tokens into `out/references`.
+fn answers_with_references(base: &str, seed: u64, out: &Path) -> (PathBuf, PathBuf) {
+    let probes = hspi_probe::fresh_prompts(seed, ANSWERS, 8, 5);
+    let file = out.join("fresh.json");
+    std::fs::create_dir_all(out).unwrap();
+    hspi_probe::write_probe_set(&file, &probes).unwrap();
+    let answers = out.join("answers");
+    let url = format!("{base}/v1/chat/completions");
+    common::ok(&[
+        "collect",
+        "--endpoint",
+        &url,
+        "--model",
+        "smollm2",
+        "--probes",
+        file.to_str().unwrap(),
+        "--out",
+        answers.to_str().unwrap(),
+    ]);
+    let refs = out.join("references");
+    let info = hspi_collect::Model::load(hspi_collect::ModelId::SmolLm2, Some(&weights()))
+        .unwrap()
+        .info();
+    let mut forced = ForcedSession::open(
+        &weights(),
+        &formats(),
+        info,
+        &probes,
+        &refs,
+        OpenMode::Create,
+        "tests/fresh_prompts.rs",
+    )
+    .unwrap();
+    for r in Dataset::open(&answers).unwrap().records().unwrap() {
+        forced.references(&r).unwrap();
+    }
+    forced.finish().unwrap();
+    (answers, refs)
+}
+
+/// 200 audits over the answers in random orders, each stopping at `max_tokens` output tokens.
+fn replayed(answers: &Path, refs: &Path, claim: &str, max_tokens: u64) -> serde_json::Value {
+    let tokens = max_tokens.to_string();
+    let r = common::ok(&[
+        "verify",
+        answers.to_str().unwrap(),
+        "--references",
+        refs.to_str().unwrap(),
+        "--claim",
+        claim,
+        "--audits",
+        "200",
+        "--max-tokens-total",
+        &tokens,
+        "--json",
+    ]);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+fn verdicts(tally: &serde_json::Value, name: &str) -> u64 {
+    eprintln!(
+        "{}: {} (mean {:.0} output tokens, at most {})",
+        tally["claim"],
+        tally["verdicts"],
+        tally["mean_output_tokens"].as_f64().unwrap_or(0.0),
+        tally["max_output_tokens"]
+    );
+    tally["verdicts"][name].as_u64().unwrap_or(0)
+}
+
+/// `hspi audit --weights` of `base` with fresh prompts: exit code, JSON report, stderr.
+fn fresh_audit(base: &str, out: &Path, seed: &str) -> (i32, serde_json::Value, String) {
+    let w = weights();
+    common::pack_audit(
+        &common::shipped_pack(),
+        base,
+        F16,
+        out,
+        &[
+            "--weights",
+            w.to_str().unwrap(),
+            "--fresh-formats",
+            FORMATS,
+            "--draw-seed",
+            seed,
+        ],
+    )
+}
+
+#[test]
+fn fresh_prompts_catch_what_the_public_pool_cannot_and_sampled_answers_are_weighed() {
+    let f16 = llama::start("avx2", "F16");
+    let q8 = llama::start("avx2", "Q8_0");
+    let q4 = llama::start("avx2", "Q4_0");
+    let tmp = tempfile::tempdir().unwrap();
+
+    // A provider holding the pack: the pool's prompts go to an honest F16 server, every other
+    // prompt to a Q8_0 one.
+    let pool: HashSet<String> =
+        hspi_probe::read_probe_set(&common::shipped_pack().join("pool.json"))
+            .unwrap()
+            .probes
+            .iter()
+            .map(|p| match &p.input {
+                hspi_datasets::ProbeInput::Prompt { text, .. } => text.clone(),
+                _ => String::new(),
+            })
+            .collect();
+    let (honest, cheap) = (f16.url.clone(), q8.url.clone());
+    let aware = Router::start(Box::new(move |_, request| {
+        if pool.contains(&prompt_of(request)) {
+            honest.clone()
+        } else {
+            cheap.clone()
+        }
+    }));
+
+    // The pool audit is fooled, and its report says it cannot rule this out.
+    let (code, report, err) = common::pack_audit(
+        &common::shipped_pack(),
+        &aware.url,
+        F16,
+        &tmp.path().join("pool"),
+        &[],
+    );
+    assert_eq!(code, 0, "the pool audit sees only the honest server: {err}");
+    let limits = report["limitations"].to_string();
+    assert!(limits.contains("could recognise its prompts"), "{limits}");
+
+    // Fresh prompts: one audit through the command, then 200 over answers collected once.
+    let (code, report, err) = fresh_audit(&aware.url, &tmp.path().join("fresh"), "7");
+    assert_eq!(
+        code, 1,
+        "Q8_0 behind the pool-aware proxy is a mismatch: {err}"
+    );
+    let summary = report["summary"].to_string();
+    assert!(summary.contains("q8_0"), "{summary}");
+    assert!(
+        report["limitations"]
+            .to_string()
+            .contains("made for this audit alone"),
+        "{}",
+        report["limitations"]
+    );
+    assert!(
+        tmp.path().join("fresh/references/manifest.json").exists(),
+        "the references are kept with the answers"
+    );
+    let (answers, refs) = answers_with_references(&aware.url, 11, &tmp.path().join("aware"));
+    let tally = replayed(&answers, &refs, F16, 64);
+    assert!(
+        verdicts(&tally, "mismatch") >= 198,
+        "the pool-aware provider's fresh answers within 64 tokens: {tally}"
+    );
+
+    // Providers that sample at temperature 0.8: every position is weighed on the provider's
+    // own tokens.
+    let (code, report, err) =
+        fresh_audit(&sampling(&f16.url.clone()).url, &tmp.path().join("s"), "8");
+    assert_ne!(
+        code, 1,
+        "an honest sampling F16 server is not accused: {err}"
+    );
+    let parameters = report["contract"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "parameters")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        parameters["status"], "fail",
+        "temperature 0 not honoured: {parameters}"
+    );
+    let honest = sampling(&f16.url.clone());
+    let (answers, refs) = answers_with_references(&honest.url, 12, &tmp.path().join("sf16"));
+    let tally = replayed(&answers, &refs, F16, 128);
+    assert_eq!(
+        verdicts(&tally, "mismatch"),
+        0,
+        "honest F16, sampled: {tally}"
+    );
+    for (server, name) in [(&q8, "q8"), (&q4, "q4")] {
+        let provider = sampling(&server.url.clone());
+        let (answers, refs) =
+            answers_with_references(&provider.url, 13, &tmp.path().join(format!("s{name}")));
+        let tally = replayed(&answers, &refs, F16, 128);
+        assert!(
+            verdicts(&tally, "mismatch") >= 198,
+            "{name} sampled, sold as F16, within 128 tokens: {tally}"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::fake::{chat_answer, ok as reply, status, Behaviour, FakeEndpoint};
@@ -244,30 +244,7 @@ fn bad_answers_get_clear_errors_and_lose_nothing() {
     assert_eq!(record_set(&out).len(), 2);
 }
 
-struct Serve(Child, String);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(platform: &str) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hspi"))
-        .args(["serve", "--platform", platform, "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    Serve(child, line.trim().to_string())
-}
+use common::serve::serve;
 
 #[test]
 fn hspi_serve_answers_both_apis_bit_identically_and_formats_differ() {

@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
-use hspi_classify::verify::VerifyParams;
+use hspi_classify::dimension_verdict::DimensionStatus;
+use hspi_classify::verify::{Verdict, VerifyParams};
 use hspi_classify::{PlatformModel, ReferenceIndex};
 use hspi_collect::session::{EndpointOptions, EndpointSession, ForcedSession};
-use hspi_datasets::{ModelInfo, NumericFormat, OpenMode, Platform, PlatformPattern};
+use hspi_datasets::{Dimension, ModelInfo, NumericFormat, OpenMode, Platform, PlatformPattern};
 use hspi_pack::{draw, fresh_seed, Pack, PackError, PromptTokens};
 use hspi_reports::contract::PackDraw;
 use hspi_reports::report::Report;
@@ -223,6 +224,9 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
         bitwise: claimed_repeat_bitwise(pack, &setup.claim),
     });
     v.spent.requests = session.budget.spent().requests;
+    if let Some(r) = &repeat {
+        sampled_texts_name_no_model(&mut v, r);
+    }
     let prompt_tokens = match &forced {
         Some(f) => Some(PromptTokens {
             counted_by: "hspi's tokenizer of the model (its chat template on chat completions)"
@@ -261,6 +265,37 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
     let report = audit_report(&setup, v, &out).with_contract(contract, Some(draw));
     write_audit(&report, &out, lines)?;
     Ok(report)
+}
+
+/// A text-only endpoint that ignored temperature 0 (the same prompt asked twice, two texts)
+/// samples its texts: how unlikely the claimed model finds a sampled text says nothing about
+/// which model wrote it, so "another model" from text alone stands down to inconclusive.
+fn sampled_texts_name_no_model(v: &mut crate::Verified, repeat: &Repeat) {
+    let text = |r: &hspi_datasets::Record| match &r.outputs {
+        hspi_datasets::Outputs::Completion { text, .. } => Some(text.clone()),
+        _ => None,
+    };
+    let sampled = repeat
+        .again
+        .as_ref()
+        .is_ok_and(|again| text(again) != text(&repeat.first));
+    let text_only = v.report.presentation.as_deref()
+        == Some(hspi_datasets::Presentation::TextOnly.describe().as_str());
+    if !(sampled && text_only) {
+        return;
+    }
+    let why = "the endpoint shows text only and did not honour temperature 0 (one prompt asked twice gave two texts): a sampled text's likelihood cannot tell another model from sampling";
+    for d in &mut v.report.dimensions {
+        if d.dimension == Dimension::Model && d.status == DimensionStatus::Mismatch {
+            d.status = DimensionStatus::Inconclusive;
+            d.nearest = d.claimed.clone();
+            d.note = Some(format!("{why}; {}", d.note.clone().unwrap_or_default()));
+        }
+    }
+    if matches!(&v.report.verdict, Verdict::Mismatch { dimensions, .. } if dimensions == &[Dimension::Model])
+    {
+        v.report.verdict = Verdict::Inconclusive { reason: why.into() };
+    }
 }
 
 /// Where a fresh audit keeps the references it computed, inside the answers' directory.

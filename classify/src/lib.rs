@@ -16,6 +16,7 @@ pub mod identify;
 pub mod integrity;
 pub mod linear;
 pub mod model;
+pub mod model_evidence;
 pub mod open_set;
 pub mod references;
 pub mod repeated_audits;

@@ -10,8 +10,8 @@ use hspi_datasets::{Dimension, Outputs, PlatformPattern, Presentation, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::dimension_verdict::{
-    dimension_llr, dimension_verdicts, family_members, llr_between, on_claim, DimensionVerdict,
-    FormatDecision, Thresholds,
+    dimension_llr, dimension_verdicts, family_members, llr_between, on_claim, DimensionStatus,
+    DimensionVerdict, FormatDecision, Thresholds,
 };
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
@@ -22,6 +22,7 @@ use crate::format_identity::{FormatIdentity, FormatShapes};
 use crate::identify::{output_tokens, PER_QUERY_CAP};
 use crate::integrity::{violations, Check};
 use crate::model::PlatformModel;
+use crate::model_evidence::{distance, ModelTally};
 use crate::references::{asked_as, ReferenceIndex};
 use crate::text_evidence::{TextEvidence, TextReferences};
 
@@ -159,6 +160,9 @@ pub struct QueryEvidence {
     /// against the claimed one), where the format is weighed on evidence of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format_llr: Option<f64>,
+    /// The model's evidence after this answer (another model against the claimed one, nats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_llr: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,8 +207,11 @@ impl VerifyReport {
             4 => 2,
             _ => 3,
         };
+        // The model row decides the exit code only as an accusation: an honest audit settles
+        // its platform before the model's own evidence reaches a threshold.
         self.dimensions
             .iter()
+            .filter(|d| d.dimension != Dimension::Model || d.status == DimensionStatus::Mismatch)
             .map(|d| d.status.exit_code())
             .chain([self.verdict.exit_code()])
             .max_by_key(|c| severity(*c))
@@ -258,6 +265,8 @@ pub struct Verifier<'a> {
     text_unlike: usize,
     /// Why answers could not be compared with the references, when they were asked otherwise.
     incomparable: Option<String>,
+    /// How far the answers lie from every reference of the claimed model (another model?).
+    model_tally: ModelTally,
 }
 
 impl<'a> Verifier<'a> {
@@ -332,6 +341,7 @@ impl<'a> Verifier<'a> {
             text_answers: 0,
             text_unlike: 0,
             incomparable: None,
+            model_tally: ModelTally::default(),
         })
     }
 
@@ -470,6 +480,10 @@ impl<'a> Verifier<'a> {
                 self.format_claim += v;
             }
         }
+        if comparable {
+            let measured = self.model_distance(record, shown);
+            self.model_tally.add(measured);
+        }
         let before = self.llr();
         for (c, v) in self.cumulative.iter_mut().zip(&ll) {
             *c += v;
@@ -494,6 +508,7 @@ impl<'a> Verifier<'a> {
                 .collect(),
             integrity: broken.iter().map(|s| s.to_string()).collect(),
             format_llr: self.formats.as_ref().and(self.format_llr()),
+            model_llr: (self.model_tally.answers() > 0).then_some(self.model_tally.total),
         });
         self.verdict = self.decide();
         self.verdict.as_ref()
@@ -597,6 +612,78 @@ impl<'a> Verifier<'a> {
         if let Some(shapes) = &mut self.shapes {
             shapes.add(&answer, &by_format);
         }
+    }
+
+    /// How far this answer lies from the nearest reference of the claimed model: its values
+    /// against the references' shown the same way, or its text against their tokens.
+    fn model_distance(
+        &self,
+        record: &Record,
+        shown: Presentation,
+    ) -> Option<crate::model_evidence::ModelDistance> {
+        let answer = View::of(&record.outputs).shown(shown);
+        let theirs = if shown == Presentation::TextOnly {
+            Presentation::Exact
+        } else {
+            shown
+        };
+        let views = self.references_shown(record, theirs);
+        let refs: Vec<&View> = views.iter().flatten().collect();
+        distance(&answer, &refs)
+    }
+
+    /// The model's own accusing threshold: the format evidence's (one capped answer beyond
+    /// Wald's), as its scores are bounded the same way.
+    fn model_accuse(&self) -> f64 {
+        self.params.format_accuse_threshold()
+    }
+
+    /// "Another model": the answers lie beyond every format and engine of the claimed model.
+    fn model_mismatch(&self) -> Option<Verdict> {
+        (self.model_tally.total >= self.model_accuse()).then(|| Verdict::Mismatch {
+            likely_class: String::new(),
+            likely_platform: format!(
+                "another model: the answers are not {} in any format hspi knows ({})",
+                self.model.model.id,
+                self.model_tally.describe()
+            ),
+            dimensions: vec![Dimension::Model],
+        })
+    }
+
+    /// Whether the model's evidence leans towards another model: no format or platform is
+    /// named, nor the claim confirmed, until it settles.
+    fn model_unsettled(&self) -> bool {
+        self.model_tally.total > 0.0
+    }
+
+    /// The verdict on the model itself, once any answer was measured.
+    fn model_verdict(&self) -> Option<DimensionVerdict> {
+        if self.model_tally.answers() == 0 {
+            return None;
+        }
+        let (_, accept) = self.params.thresholds();
+        let total = self.model_tally.total;
+        let status = if total >= self.model_accuse() {
+            DimensionStatus::Mismatch
+        } else if total <= accept {
+            DimensionStatus::Consistent
+        } else {
+            DimensionStatus::Inconclusive
+        };
+        Some(DimensionVerdict {
+            dimension: Dimension::Model,
+            claimed: self.model.model.id.clone(),
+            status,
+            nearest: if status == DimensionStatus::Mismatch {
+                "another model".into()
+            } else {
+                self.model.model.id.clone()
+            },
+            log_likelihood_ratio: Some(total),
+            note: Some(self.model_tally.describe()),
+            unseen: false,
+        })
     }
 
     /// What the answers' format is, as far as the format evidence and the shapes tell: None
@@ -909,7 +996,22 @@ impl<'a> Verifier<'a> {
             .collect()
     }
 
+    /// Another model first (a format or platform of the wrong model means nothing), then the
+    /// platform's dimensions, held while the model's evidence leans towards another model.
     fn decide(&self) -> Option<Verdict> {
+        if self.evidence.len() >= self.params.min_queries {
+            if let Some(v) = self.model_mismatch() {
+                return Some(v);
+            }
+        }
+        let v = self.decide_platform()?;
+        if self.model_unsettled() && !matches!(v, Verdict::Tampered { .. }) {
+            return None;
+        }
+        Some(v)
+    }
+
+    fn decide_platform(&self) -> Option<Verdict> {
         let n = self.evidence.len();
         if n < self.params.min_queries {
             return None;
@@ -1069,6 +1171,25 @@ impl<'a> Verifier<'a> {
             .then(|| self.open_set_unknown())
             .flatten()
             .map(|reason| self.unknown(reason));
+        // Leaning towards another model at the end: nothing about the platform is named.
+        let unsettled = (self.verdict.is_none() && self.model_unsettled()).then(|| {
+            Verdict::Inconclusive {
+                reason: format!(
+                    "the answers lean towards another model than {} (model log-likelihood ratio {:.2}, accusing at {:.2}; {}) within the budget ({} queries, {} output tokens): no format or platform is named for them",
+                    self.model.model.id,
+                    self.model_tally.total,
+                    self.model_accuse(),
+                    self.model_tally.describe(),
+                    self.evidence.len(),
+                    self.tokens
+                ),
+            }
+        });
+        let unknown = if unsettled.is_some() {
+            unsettled
+        } else {
+            unknown
+        };
         let verdict = self.verdict.clone().or(unknown).unwrap_or_else(|| Verdict::Inconclusive {
             reason: if self.evidence.is_empty() {
                 "no answers to weigh".into()
@@ -1145,7 +1266,7 @@ impl<'a> Verifier<'a> {
             unconfirmed: self.format_blocked(),
             unaccused: self.format_unaccused(),
         });
-        let dimensions = dimension_verdicts(
+        let mut dimensions = dimension_verdicts(
             &self.claim,
             &self.model.classes,
             &self.cumulative,
@@ -1157,6 +1278,7 @@ impl<'a> Verifier<'a> {
             },
             self.open_set_unknown().is_some(),
         );
+        dimensions.extend(self.model_verdict());
         VerifyReport {
             presentation: (self.coarsest != Presentation::Exact).then(|| self.coarsest.describe()),
             dimensions,

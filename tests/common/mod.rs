@@ -4,6 +4,8 @@ pub mod fake;
 pub mod llama;
 pub mod proxy;
 pub mod router;
+pub mod serve;
+pub mod substitutes;
 pub mod torch_host;
 pub mod vllm;
 

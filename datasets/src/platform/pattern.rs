@@ -20,6 +20,10 @@ pub enum Dimension {
     Format,
     Kernel,
     Batch,
+    /// The model itself: not a field of the platform (not in [`Dimension::ALL`]), but a claim
+    /// every audit makes (the endpoint is asked for a model by name). "Not this model in any
+    /// format hspi knows" is a verdict of its own.
+    Model,
 }
 
 impl Dimension {
@@ -38,6 +42,7 @@ impl Dimension {
             Dimension::Format => "format",
             Dimension::Kernel => "kernel",
             Dimension::Batch => "batch",
+            Dimension::Model => "model",
         }
     }
 
@@ -49,6 +54,7 @@ impl Dimension {
             Dimension::Format => Some(p.format.to_string()),
             Dimension::Kernel => p.kernel.map(|k| k.to_string()),
             Dimension::Batch => Some(format!("bs{}", p.batch_size)),
+            Dimension::Model => None,
         }
     }
 }
@@ -82,7 +88,7 @@ pub struct PlatformPattern {
 impl PlatformPattern {
     /// The claimed value of one dimension (`None`: left open).
     pub fn get(&self, d: Dimension) -> Option<&str> {
-        self.fields[d as usize].as_deref()
+        self.fields.get(d as usize).and_then(|f| f.as_deref())
     }
 
     /// The dimensions this pattern names.
@@ -97,7 +103,9 @@ impl PlatformPattern {
     pub fn opened(&self, dims: &[Dimension]) -> PlatformPattern {
         let mut fields = self.fields.clone();
         for d in dims {
-            fields[*d as usize] = None;
+            if let Some(f) = fields.get_mut(*d as usize) {
+                *f = None;
+            }
         }
         PlatformPattern { fields }
     }

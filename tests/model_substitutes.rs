@@ -1,0 +1,218 @@
+//! The model dimension: another model behind SmolLM2's name is "model: mismatch", never a format
+//! or platform of SmolLM2, and honest SmolLM2 is never another model. Substitutes made from what
+//! the project has (SmolLM2 with its last 6 blocks removed, with every 5th block removed, both
+//! served by llama-server; the embedded tiny LM behind a proxy that renames it), audited with the
+//! shipped pack over 200 seeded orders of their answers to the pool, with logprobs and from text
+//! alone, and live (a pack audit, a fresh-prompt audit). Honest answers: every SmolLM2 dataset of
+//! the atlas (llama.cpp's AVX2 and AVX-512 builds and serving variations, candle, PyTorch and its
+//! compressed-tensors checkpoints, vLLM).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::substitutes::{write, Surgery};
+use hspi_collect::llama::{LlamaBuild, LlamaServer};
+
+const F16: &str = "*/*/f16/*";
+
+/// 200 audits of the answers in `served` against `claim` with the shipped pack, each stopping
+/// after `max_queries` answers, shown `shown` (`exact` or `text-only`): the tally.
+fn tally(served: &Path, claim: &str, max_queries: usize, shown: &str) -> serde_json::Value {
+    let pack = common::shipped_pack();
+    let classifier = pack.join("classifier.json");
+    let refs: Vec<String> = common::shipped_references()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let queries = max_queries.to_string();
+    let mut args = vec![
+        "verify",
+        served.to_str().unwrap(),
+        "--classifier",
+        classifier.to_str().unwrap(),
+        "--claim",
+        claim,
+        "--audits",
+        "200",
+        "--max-queries",
+        &queries,
+        "--as",
+        shown,
+        "--json",
+        "--references",
+    ];
+    args.extend(refs.iter().map(String::as_str));
+    let r = common::ok(&args);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+/// Audits whose model row ended `status`.
+fn model(tally: &serde_json::Value, status: &str) -> u64 {
+    tally["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d[0] == "model")
+        .map_or(0, |d| d[1][status].as_u64().unwrap_or(0))
+}
+
+/// `hspi collect` of `base`'s chat answers to the shipped pack's pool into `out`.
+fn pool_answers(base: &str, out: &Path) -> PathBuf {
+    let url = format!("{base}/v1/chat/completions");
+    let pool = common::shipped_pack().join("pool.json");
+    common::ok(&[
+        "collect",
+        "--endpoint",
+        &url,
+        "--model",
+        "smollm2",
+        "--probes",
+        pool.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    out.to_path_buf()
+}
+
+fn smollm2() -> PathBuf {
+    let p = common::llama::cache().join("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(p.exists(), "{} is missing: run .ci/setup", p.display());
+    p
+}
+
+fn llama_server(gguf: &Path) -> LlamaServer {
+    let bin = common::llama::server_bin("avx2");
+    let build = LlamaBuild::at(bin.parent().unwrap()).unwrap();
+    LlamaServer::start(&build, gguf, "smollm2").unwrap()
+}
+
+#[test]
+fn another_model_behind_the_name_is_a_model_mismatch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first24 = llama_server(&write(
+        &smollm2(),
+        Surgery::FirstBlocks(24),
+        &tmp.path().join("first24.gguf"),
+    ));
+    let drop5th = llama_server(&write(
+        &smollm2(),
+        Surgery::EveryNth(5),
+        &tmp.path().join("drop5th.gguf"),
+    ));
+    let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
+    let tiny = common::serve::serve(&format!("{isa}/candle-0.11.1/f32/bs1"));
+    let renamed = common::proxy::Proxy::start(
+        tiny.1.trim_end_matches("/v1"),
+        Box::new(|_, answer| {
+            if answer.get("model").is_some() {
+                answer["model"] = "smollm2".into();
+            }
+            None
+        }),
+    );
+    for (name, base) in [
+        ("SmolLM2 without its last 6 blocks", first24.url.as_str()),
+        ("SmolLM2 without every 5th block", drop5th.url.as_str()),
+        ("the tiny LM named smollm2", renamed.url.as_str()),
+    ] {
+        let answers = pool_answers(base, &tmp.path().join(name.replace(' ', "-")));
+        let with_logprobs = tally(&answers, F16, 8, "exact");
+        assert!(
+            model(&with_logprobs, "mismatch") >= 198,
+            "{name}, with logprobs, within 8 requests: {with_logprobs}"
+        );
+        let text = tally(&answers, F16, 20, "text-only");
+        assert!(
+            model(&text, "mismatch") >= 198,
+            "{name}, from text alone, within 20 requests: {text}"
+        );
+        eprintln!(
+            "{name}: model mismatch in {} of 200 audits within 8 requests with logprobs (mean {:.1} requests), {} within 20 from text",
+            model(&with_logprobs, "mismatch"),
+            with_logprobs["mean_queries"].as_f64().unwrap_or(0.0),
+            model(&text, "mismatch")
+        );
+    }
+
+    // Live: a pack audit names no format of SmolLM2 for another model, nor does a fresh one.
+    let (code, report, err) = common::pack_audit(
+        &common::shipped_pack(),
+        &first24.url,
+        F16,
+        &tmp.path().join("live"),
+        &[],
+    );
+    assert_eq!(code, 1, "{err}");
+    let summary = report["summary"].to_string();
+    assert!(summary.contains("another model"), "{summary}");
+    let w = smollm2();
+    let (code, report, err) = common::pack_audit(
+        &common::shipped_pack(),
+        &drop5th.url,
+        F16,
+        &tmp.path().join("fresh"),
+        &[
+            "--weights",
+            w.to_str().unwrap(),
+            "--fresh-formats",
+            "f32,f16,q8_0,q4_0",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    let dims = report["evidence"]["verification"]["dimensions"].to_string();
+    assert!(
+        dims.contains("\"model\"") && dims.contains("another model"),
+        "{dims}"
+    );
+}
+
+/// Every SmolLM2 dataset of the atlas, with the format it was served at as the claim.
+fn honest_datasets() -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for atlas in [
+        "llama-avx2-variation",
+        "llama-xeon-avx512",
+        "candle-smollm2-chat",
+        "transformers-cpu",
+        "transformers-compressed",
+        "vllm-cpu",
+    ] {
+        let dir = common::atlas(atlas);
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("manifest.json").exists())
+            .collect();
+        dirs.sort();
+        for d in dirs {
+            let name = d.file_name().unwrap().to_str().unwrap().to_string();
+            let format = name
+                .trim_start_matches("avx512-")
+                .trim_start_matches("avx2-")
+                .split('-')
+                .next()
+                .unwrap()
+                .to_string();
+            out.push((d, format!("*/*/{format}/*")));
+        }
+    }
+    out
+}
+
+#[test]
+fn honest_smollm2_is_never_another_model() {
+    let datasets = honest_datasets();
+    assert!(datasets.len() >= 80, "{} datasets", datasets.len());
+    for (dir, claim) in &datasets {
+        for shown in ["exact", "text-only"] {
+            let t = tally(dir, claim, 32, shown);
+            assert_eq!(
+                model(&t, "mismatch"),
+                0,
+                "{} ({shown}) was called another model: {t}",
+                dir.display()
+            );
+        }
+    }
+}

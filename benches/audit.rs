@@ -12,12 +12,17 @@
 //!     time of the whole command (pack check, draw, queries, contract checks, report files);
 //!  6. per format pair across engines: output tokens to a format verdict when engines none of us
 //!     wrote (vLLM, PyTorch serving llm-compressor's checkpoints; their committed atlases) serve
-//!     one format and a router word is claimed, audited with the shipped pack.
+//!     one format and a router word is claimed, audited with the shipped pack;
+//!  7. the fresh-prompt audit (`hspi audit --weights`): its wall time, and the references' cost
+//!     per audited token against a llama-server computing the same references (`audit/fresh.rs`;
+//!     `cargo bench --bench audit -- fresh` runs it alone).
 //!
 //! Border-probe time per EQC pair has its own bench: `cargo bench -p hspi-collect --bench border_pair`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "audit/fresh.rs"]
+mod fresh;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -210,6 +215,10 @@ fn mmd_rejects(x: &[&Vec<String>], y: &[&Vec<String>], rng: &mut ChaCha8Rng) -> 
 fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
+    if std::env::args().any(|a| a == "fresh") {
+        println!("{}", fresh::run(t));
+        return;
+    }
     let (train_p, test_p) = (t.join("train.json"), t.join("test.json"));
     for (seed, file) in [("1", &train_p), ("2", &test_p)] {
         let f = file.to_str().unwrap();
@@ -443,6 +452,7 @@ print(json.dumps({"seconds": secs, "accuracy": float((grid.predict(te[:, 1:]) ==
         sk["accuracy"].as_f64().unwrap_or(f64::NAN) * 100.0
     );
     let pairs = format_pairs();
+    let fresh = fresh::run(t);
     println!("\n| engine | served | claimed | verdict expected | reached in {TRIALS} audits | output tokens, mean (max) |\n| --- | --- | --- | --- | --- | --- |");
     for p in &pairs {
         println!(
@@ -472,6 +482,7 @@ print(json.dumps({"seconds": secs, "accuracy": float((grid.predict(te[:, 1:]) ==
             "collector": {"hspi_s": hspi_s, "bare_s": bare_s, "ratio": overhead},
             "training": {"hspi_s": hspi_train_s, "hspi_accuracy": hspi_acc, "sklearn": sk,
                           "samples": xtr.nrows(), "features": xtr.ncols()},
+            "fresh_prompts": fresh,
         })
     );
 }

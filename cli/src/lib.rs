@@ -69,6 +69,8 @@ pub enum Command {
     --api-key-env EXAMPLE_KEY --claim '*/*/bf16/*' --out audit-1
   hspi audit --endpoint http://127.0.0.1:8080/v1/chat/completions --pack datasets/packs/smollm2-llamacpp \\
     --claim '*/*/int8/*' --out audit-2 --max-cost 0.50 --price-input 0.1 --price-output 0.4
+  hspi audit --endpoint http://127.0.0.1:8080/v1/chat/completions --model smollm2 --claim '*/*/f16/*' \\
+    --weights ~/.cache/hspi/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf --fresh-formats f32,f16,q8_0,q4_0
   hspi report --from audit-1/audit.json --format pdf --out audit-1.pdf")]
     Audit(Box<audit::Args>),
     /// Audit several providers round after round; flag changes; keep a comparison report

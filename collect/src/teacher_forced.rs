@@ -83,6 +83,28 @@ impl ForcedReferences {
             }
             out
         };
+        // llama.cpp's formats are requantised from a GGUF file's tensors; a checkpoint directory
+        // gives the market's formats only.
+        if path.is_dir() {
+            if let Some(p) = wanted
+                .iter()
+                .find(|p| crate::scheme::for_format(p.format).is_none())
+            {
+                return Err(CollectError::Unsupported {
+                    platform: p.format.to_string(),
+                    model: info.id.clone(),
+                    reason: format!(
+                        "{} is a checkpoint directory: hspi computes llama.cpp's formats from a GGUF file, a checkpoint at the market's formats only ({})",
+                        path.display(),
+                        crate::scheme::market_formats()
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    ),
+                });
+            }
+        }
         let served_weights = if wanted
             .iter()
             .any(|p| crate::scheme::for_format(p.format).is_some())
@@ -147,12 +169,32 @@ impl ForcedReferences {
                 answer.probe_id
             )));
         };
-        let ids: Option<Vec<u32>> = steps.iter().map(|s| s.id).collect();
+        // The ids it printed, where each names the same bytes in this model's vocabulary (another
+        // vocabulary's ids would name other tokens): else its text read again.
+        let ids: Option<Vec<u32>> = steps
+            .iter()
+            .map(|s| {
+                let id = s.id?;
+                let printed = s.bytes.as_deref().unwrap_or(s.token.as_bytes());
+                (self.codec.token_bytes(id) == printed).then_some(id)
+            })
+            .collect();
         match ids {
             Some(ids) if !steps.is_empty() => Ok(ids),
             _ if text.is_empty() => Ok(Vec::new()),
             _ => self.codec.text_ids(text),
         }
+    }
+
+    /// The context an answer is scored on: the prompt's tokens then the provider's, and how many
+    /// of them are the prompt's.
+    pub fn context_ids(&self, input: &ProbeInput, answer: &Record) -> Result<(Vec<u32>, usize)> {
+        let url = answer.target.split('#').next().unwrap_or(&answer.target);
+        let chat = url.trim_end_matches('/').ends_with("/chat/completions");
+        let mut ids = self.prompt_ids(input, chat)?;
+        let prompt = ids.len();
+        ids.extend(self.answer_ids(answer)?);
+        Ok((ids, prompt))
     }
 
     /// Per format, its answer on the provider's tokens: at each generated position the
@@ -163,10 +205,8 @@ impl ForcedReferences {
         answer: &Record,
         top: usize,
     ) -> Result<(Vec<Record>, ForcedCost)> {
-        let url = answer.target.split('#').next().unwrap_or(&answer.target);
-        let chat = url.trim_end_matches('/').ends_with("/chat/completions");
-        let prompt = self.prompt_ids(input, chat)?;
-        let generated = self.answer_ids(answer)?;
+        let (context, prompt_len) = self.context_ids(input, answer)?;
+        let (prompt, generated) = context.split_at(prompt_len);
         let mut cost = ForcedCost {
             positions: generated.len(),
             ..ForcedCost::default()
@@ -174,8 +214,7 @@ impl ForcedReferences {
         if generated.is_empty() {
             return Ok((Vec::new(), cost));
         }
-        let mut tokens = prompt.clone();
-        tokens.extend_from_slice(&generated[..generated.len() - 1]);
+        let tokens = &context[..context.len() - 1];
         let text = match &answer.outputs {
             Outputs::Completion { text, .. } => text.clone(),
             _ => String::new(),
@@ -188,10 +227,10 @@ impl ForcedReferences {
             let mut guard = lms[i].lock().expect("one worker per format");
             let (platform, lm) = &mut **guard;
             let start = Instant::now();
-            let rows = lm.logits_from(&tokens, prompt.len())?;
+            let rows = lm.logits_from(tokens, prompt.len())?;
             let steps: Vec<TokenStep> = rows
                 .iter()
-                .zip(&generated)
+                .zip(generated)
                 .map(|(logits, id)| step(codec, &log_softmax(logits), *id, top))
                 .collect();
             let elapsed = start.elapsed();

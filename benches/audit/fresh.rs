@@ -42,7 +42,8 @@ fn llama_server_references(base: &str, context: &[u32], prompt: usize) {
         });
         let r = client
             .post(format!("{base}/completion"))
-            .json(&body)
+            .header("content-type", "application/json")
+            .body(body.to_string())
             .send()
             .unwrap();
         assert!(r.status().is_success(), "llama-server: {}", r.status());

@@ -1,0 +1,112 @@
+//! References on given tokens line up with generation: on an answer hspi's own engine generated
+//! greedily, the teacher-forced reference of the same format ranks the answer's token first at
+//! every position, with the logprob generation gave it (to rounding: one causal pass against a
+//! fresh context per token). Needs SmolLM2's cached weights (`.ci/setup`, `hspi fetch smollm2`).
+
+use hspi_collect::backend::candle_cpu::{QuantizedLm, ServedLm};
+use hspi_collect::serve::codec::Codec;
+use hspi_collect::serve::log_softmax;
+use hspi_collect::teacher_forced::ForcedReferences;
+use hspi_collect::zoo::chat_template::Message;
+use hspi_collect::zoo::smollm2;
+use hspi_datasets::{GenerationParams, NumericFormat, Outputs, ProbeInput, Record, TokenStep};
+
+const ANSWER: usize = 8;
+
+/// A greedy answer of `next` (logits after a context) to `prompt` as a chat endpoint's record.
+fn greedy(
+    codec: &Codec,
+    prompt: &[u32],
+    mut next: impl FnMut(&[u32]) -> Vec<f32>,
+) -> (Record, Vec<f32>) {
+    let mut context = prompt.to_vec();
+    let (mut steps, mut values) = (Vec::new(), Vec::new());
+    for _ in 0..ANSWER {
+        let lp = log_softmax(&next(&context));
+        let id = hspi_datasets::top_label(&lp).unwrap() as u32;
+        values.push(lp[id as usize]);
+        let bytes = codec.token_bytes(id);
+        steps.push(TokenStep {
+            token: String::from_utf8_lossy(&bytes).into_owned(),
+            id: Some(id),
+            bytes: Some(bytes),
+            logprob: None,
+            top: Vec::new(),
+        });
+        context.push(id);
+    }
+    let record = Record {
+        probe_id: "p".into(),
+        target: "http://127.0.0.1:1/v1/chat/completions#smollm2".into(),
+        platform: None,
+        outputs: Outputs::Completion {
+            text: String::new(),
+            steps,
+            finish_reason: None,
+        },
+        timing_us: 0,
+        usage: None,
+        served: None,
+    };
+    (record, values)
+}
+
+#[test]
+fn teacher_forced_references_rank_a_greedy_answer_first_at_every_position() {
+    let path = smollm2::weights_path(None)
+        .expect("SmolLM2's weights are not cached: run .ci/setup (hspi fetch smollm2)");
+    let text = "Then the river came upon the great city of gold and silver";
+    let input = ProbeInput::Prompt {
+        text: text.into(),
+        params: GenerationParams {
+            max_tokens: ANSWER as u32,
+            temperature: 0.0,
+            top_logprobs: 5,
+            seed: None,
+        },
+    };
+    let codec = Codec::from_gguf(&path).unwrap();
+    let prompt = codec
+        .chat_ids(&[Message {
+            role: "user".into(),
+            content: text.into(),
+        }])
+        .unwrap();
+    let weights = hspi_collect::zoo::llama_weights::load(&path).unwrap();
+    let bf16 = ServedLm::new(&weights, NumericFormat::Bf16).unwrap();
+    let mut q8 = QuantizedLm::load(&path, "q8_0".parse().unwrap()).unwrap();
+    let answers = [
+        (
+            NumericFormat::Bf16,
+            greedy(&codec, &prompt, |c| bf16.next_token_logits(c).unwrap()),
+        ),
+        (
+            "q8_0".parse().unwrap(),
+            greedy(&codec, &prompt, |c| q8.next_token_logits(c).unwrap()),
+        ),
+    ];
+    for (format, (answer, generated)) in answers {
+        let mut engines = ForcedReferences::open(&path, &[format]).unwrap();
+        let (refs, cost) = engines.score(&input, &answer, 5).unwrap();
+        assert_eq!((refs.len(), cost.positions), (1, ANSWER));
+        let Outputs::Completion { steps, .. } = &refs[0].outputs else {
+            panic!("a completion")
+        };
+        let Outputs::Completion { steps: asked, .. } = &answer.outputs else {
+            panic!("a completion")
+        };
+        for (i, (step, own)) in steps.iter().zip(asked).enumerate() {
+            assert_eq!(step.id, own.id, "{format} position {i}: the answer's token");
+            assert_eq!(
+                step.top[0].id, own.id,
+                "{format} position {i}: ranked first"
+            );
+            let value = step.logprob.as_ref().unwrap().value();
+            assert!(
+                (value - generated[i]).abs() < 0.05,
+                "{format} position {i}: logprob {value} against {} when generated",
+                generated[i]
+            );
+        }
+    }
+}

@@ -20,12 +20,6 @@ const FORMATS: &str = "f32,f16,q8_0,q4_0";
 const ANSWERS: usize = 32;
 const F16: &str = "*/*/f16/*";
 
-fn weights() -> PathBuf {
-    let p = llama::cache().join("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
-    assert!(p.exists(), "{} is missing: run .ci/setup", p.display());
-    p
-}
-
 fn formats() -> Vec<NumericFormat> {
     FORMATS.split(',').map(|f| f.parse().unwrap()).collect()
 }
@@ -61,11 +55,12 @@ fn answers_with_references(base: &str, seed: u64, out: &Path) -> (PathBuf, PathB
         answers.to_str().unwrap(),
     ]);
     let refs = out.join("references");
-    let info = hspi_collect::Model::load(hspi_collect::ModelId::SmolLm2, Some(&weights()))
-        .unwrap()
-        .info();
+    let info =
+        hspi_collect::Model::load(hspi_collect::ModelId::SmolLm2, Some(&llama::smollm2_gguf()))
+            .unwrap()
+            .info();
     let mut forced = ForcedSession::open(
-        &weights(),
+        &llama::smollm2_gguf(),
         &formats(),
         info,
         &probes,
@@ -113,7 +108,7 @@ fn verdicts(tally: &serde_json::Value, name: &str) -> u64 {
 
 /// `hspi audit --weights` of `base` with fresh prompts: exit code, JSON report, stderr.
 fn fresh_audit(base: &str, out: &Path, seed: &str) -> (i32, serde_json::Value, String) {
-    let w = weights();
+    let w = llama::smollm2_gguf();
     common::pack_audit(
         &common::shipped_pack(),
         base,

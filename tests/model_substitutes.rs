@@ -75,12 +75,6 @@ fn pool_answers(base: &str, out: &Path) -> PathBuf {
     out.to_path_buf()
 }
 
-fn smollm2() -> PathBuf {
-    let p = common::llama::cache().join("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
-    assert!(p.exists(), "{} is missing: run .ci/setup", p.display());
-    p
-}
-
 fn llama_server(gguf: &Path) -> LlamaServer {
     let bin = common::llama::server_bin("avx2");
     let build = LlamaBuild::at(bin.parent().unwrap()).unwrap();
@@ -91,12 +85,12 @@ fn llama_server(gguf: &Path) -> LlamaServer {
 fn another_model_behind_the_name_is_a_model_mismatch() {
     let tmp = tempfile::tempdir().unwrap();
     let first24 = llama_server(&write(
-        &smollm2(),
+        &common::llama::smollm2_gguf(),
         Surgery::FirstBlocks(24),
         &tmp.path().join("first24.gguf"),
     ));
     let drop5th = llama_server(&write(
-        &smollm2(),
+        &common::llama::smollm2_gguf(),
         Surgery::EveryNth(5),
         &tmp.path().join("drop5th.gguf"),
     ));
@@ -146,7 +140,7 @@ fn another_model_behind_the_name_is_a_model_mismatch() {
     assert_eq!(code, 1, "{err}");
     let summary = report["summary"].to_string();
     assert!(summary.contains("another model"), "{summary}");
-    let w = smollm2();
+    let w = common::llama::smollm2_gguf();
     let (code, report, err) = common::pack_audit(
         &common::shipped_pack(),
         &drop5th.url,

@@ -15,13 +15,9 @@ use super::common::{self, llama};
 const FORMATS: &str = "f32,f16,q8_0,q4_0";
 const ANSWERS: usize = 16;
 
-fn weights() -> std::path::PathBuf {
-    llama::cache().join("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
-}
-
 /// Wall seconds of one `hspi audit --weights` of `base` claimed F16.
 fn audit_seconds(base: &str, out: &Path, formats: Option<&str>, seed: u64) -> (f64, i32) {
-    let w = weights();
+    let w = llama::smollm2_gguf();
     let seed = seed.to_string();
     let mut extra = vec!["--weights", w.to_str().unwrap(), "--draw-seed", &seed];
     if let Some(f) = formats {
@@ -89,7 +85,7 @@ pub fn run(t: &Path) -> serde_json::Value {
         .collect();
     let formats: Vec<NumericFormat> = FORMATS.split(',').map(|f| f.parse().unwrap()).collect();
     let started = Instant::now();
-    let mut engines = ForcedReferences::open(&weights(), &formats).unwrap();
+    let mut engines = ForcedReferences::open(&llama::smollm2_gguf(), &formats).unwrap();
     let load_s = started.elapsed().as_secs_f64();
     let (mut hspi_s, mut positions) = (0.0, 0usize);
     let mut contexts = Vec::new();

@@ -17,7 +17,7 @@ use crate::error::{CollectError, Result};
 use crate::serve::codec::Codec;
 use crate::serve::log_softmax;
 use crate::zoo::chat_template::Message;
-use crate::zoo::{Model, ModelId};
+use crate::zoo::ModelId;
 
 /// One format's engine, able to score every position of a given token sequence.
 enum ForcedLm {
@@ -55,10 +55,9 @@ impl ForcedReferences {
     /// The formats of `formats` (every one candle computes for this model when empty) for the
     /// language model whose weights are at `weights` (a GGUF file or a checkpoint directory).
     pub fn open(weights: &Path, formats: &[NumericFormat]) -> Result<ForcedReferences> {
-        let model = Model::load(ModelId::SmolLm2, Some(weights))?;
-        let Model::Lm { path, info } = &model else {
-            unreachable!("SmolLM2 loads as a language model")
-        };
+        // The path only: the weights' identity (a sha256 over them) is the caller's to check once.
+        let path = &crate::zoo::smollm2::weights_path(Some(weights))?;
+        let model_id = ModelId::SmolLm2.name().to_string();
         let platforms = CandleCpu.platforms(ModelId::SmolLm2)?;
         let wanted: Vec<Platform> = if formats.is_empty() {
             platforms
@@ -68,7 +67,7 @@ impl ForcedReferences {
                 let p = platforms.iter().find(|p| p.format == *f).ok_or_else(|| {
                     CollectError::Unsupported {
                         platform: f.to_string(),
-                        model: info.id.clone(),
+                        model: model_id.clone(),
                         reason: format!(
                             "hspi computes this model at {}",
                             platforms
@@ -92,7 +91,7 @@ impl ForcedReferences {
             {
                 return Err(CollectError::Unsupported {
                     platform: p.format.to_string(),
-                    model: info.id.clone(),
+                    model: model_id.clone(),
                     reason: format!(
                         "{} is a checkpoint directory: hspi computes llama.cpp's formats from a GGUF file, a checkpoint at the market's formats only ({})",
                         path.display(),
@@ -128,8 +127,8 @@ impl ForcedReferences {
             lms.push((p, lm?));
         }
         Ok(ForcedReferences {
-            codec: Codec::for_model(&model, &lms[0].0)?,
-            model_id: info.id.clone(),
+            codec: Codec::for_weights(path)?,
+            model_id,
             lms,
         })
     }

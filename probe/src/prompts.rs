@@ -107,28 +107,36 @@ const WORDS: &[&str] = &[
 
 const STARTS: &[&str] = &["And", "Then", "Now", "So", "In", "When", "Behold"];
 
+/// Generation pinned: temperature 0, the set's seed, top-k logprobs.
+fn pinned(max_tokens: u32, top_logprobs: u32, seed: u64) -> GenerationParams {
+    GenerationParams {
+        max_tokens,
+        temperature: 0.0,
+        top_logprobs,
+        seed: Some(seed),
+    }
+}
+
+/// An opening word, then `words(rng)` words of the list (drawn in that order from `rng`).
+fn word_prompt(
+    rng: &mut ChaCha20Rng,
+    words: impl FnOnce(&mut ChaCha20Rng) -> usize,
+    params: GenerationParams,
+) -> ProbeInput {
+    let mut text = STARTS.choose(rng).copied().unwrap_or("And").to_string();
+    for _ in 0..words(rng) {
+        text.push(' ');
+        text.push_str(WORDS.choose(rng).copied().unwrap_or("the"));
+    }
+    ProbeInput::Prompt { text, params }
+}
+
 pub fn prompts(seed: u64, count: usize, max_tokens: u32, top_logprobs: u32) -> ProbeSet {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let inputs: Vec<ProbeInput> = (0..count)
         .map(|index| {
-            let mut text = STARTS
-                .choose(&mut rng)
-                .copied()
-                .unwrap_or("And")
-                .to_string();
-            for _ in 0..4 + index % 6 {
-                text.push(' ');
-                text.push_str(WORDS.choose(&mut rng).copied().unwrap_or("the"));
-            }
-            ProbeInput::Prompt {
-                text,
-                params: GenerationParams {
-                    max_tokens,
-                    temperature: 0.0,
-                    top_logprobs,
-                    seed: Some(seed),
-                },
-            }
+            let params = pinned(max_tokens, top_logprobs, seed);
+            word_prompt(&mut rng, |_| 4 + index % 6, params)
         })
         .collect();
     crate::seeded_set("prompts-wordlist", seed, inputs)
@@ -144,25 +152,12 @@ pub fn fresh_prompts(seed: u64, count: usize, max_tokens: u32, top_logprobs: u32
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let inputs: Vec<ProbeInput> = (0..count)
         .map(|_| {
-            let mut text = STARTS
-                .choose(&mut rng)
-                .copied()
-                .unwrap_or("And")
-                .to_string();
-            let words = rand::Rng::random_range(&mut rng, FRESH_WORDS);
-            for _ in 0..words {
-                text.push(' ');
-                text.push_str(WORDS.choose(&mut rng).copied().unwrap_or("the"));
-            }
-            ProbeInput::Prompt {
-                text,
-                params: GenerationParams {
-                    max_tokens,
-                    temperature: 0.0,
-                    top_logprobs,
-                    seed: Some(seed),
-                },
-            }
+            let params = pinned(max_tokens, top_logprobs, seed);
+            word_prompt(
+                &mut rng,
+                |rng| rand::Rng::random_range(rng, FRESH_WORDS),
+                params,
+            )
         })
         .collect();
     crate::seeded_set("prompts-fresh", seed, inputs)

@@ -38,6 +38,13 @@ pub fn runs_avx512_build() -> bool {
         .all(|f| flags.contains(f))
 }
 
+/// SmolLM2's own GGUF (Q4_1, `hspi fetch smollm2`): the weights the shipped pack was built from.
+pub fn smollm2_gguf() -> PathBuf {
+    let p = cache().join("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(p.exists(), "{} is missing: run .ci/setup", p.display());
+    p
+}
+
 pub fn gguf(quant: &str) -> PathBuf {
     let p = cache().join(format!("smollm2/quants/smollm2-{quant}.gguf"));
     assert!(p.exists(), "{} is missing: run .ci/setup", p.display());

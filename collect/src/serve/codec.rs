@@ -22,8 +22,7 @@ impl Codec {
     pub fn for_model(model: &Model, platform: &hspi_datasets::Platform) -> Result<Codec> {
         Ok(match model {
             Model::Tiny(lm) => Codec::Tiny(lm.clone()),
-            Model::Lm { path, .. } if path.is_dir() => Codec::from_checkpoint(path)?,
-            Model::Lm { path, .. } => Codec::from_gguf(path)?,
+            Model::Lm { path, .. } => Codec::for_weights(path)?,
             Model::Image(m) => {
                 return Err(CollectError::Unsupported {
                     platform: platform.to_string(),
@@ -34,6 +33,16 @@ impl Codec {
                 })
             }
         })
+    }
+
+    /// The vocabulary and chat template of a language model's weights: a checkpoint directory's
+    /// or a GGUF file's.
+    pub fn for_weights(path: &std::path::Path) -> Result<Codec> {
+        if path.is_dir() {
+            Codec::from_checkpoint(path)
+        } else {
+            Codec::from_gguf(path)
+        }
     }
 
     /// The vocabulary and chat template of the GGUF file at `path`.

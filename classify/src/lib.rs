@@ -20,6 +20,7 @@ pub mod model_evidence;
 pub mod open_set;
 pub mod references;
 pub mod repeated_audits;
+pub mod sources;
 pub mod text_evidence;
 pub mod verify;
 

@@ -1,0 +1,29 @@
+//! The model's own evidence (`crate::model_evidence`): how far the answer lies from the nearest
+//! reference of the claimed model, its values against the references' shown the same way, or
+//! its text against their tokens. It weighs every answer, reproduced or not.
+
+use hspi_datasets::Presentation;
+
+use super::{Answer, Context, EvidenceSource, Weighing};
+use crate::features::View;
+use crate::model_evidence::distance;
+
+pub struct ModelLikelihood;
+
+impl EvidenceSource for ModelLikelihood {
+    fn name(&self) -> &'static str {
+        "model"
+    }
+
+    fn weigh(&mut self, answer: &Answer, _cx: &Context) -> Weighing {
+        // A text is measured against the references' exact logprobs of its tokens.
+        let theirs = if answer.shows_values() {
+            answer.shown
+        } else {
+            Presentation::Exact
+        };
+        let views = answer.references_shown(theirs);
+        let refs: Vec<&View> = views.iter().flatten().collect();
+        Weighing::Model(distance(&answer.view(), &refs))
+    }
+}

@@ -1,0 +1,164 @@
+//! The format's own rules: its ratio from the evidence that tolerates a change of hardware or
+//! build, the threshold an accusation needs, what the answers' format is, and why a format is
+//! neither confirmed nor accused where the references do not cover it.
+
+use hspi_datasets::{top_label, Dimension};
+
+use super::{Verdict, Verifier};
+use crate::dimension_verdict::{dimension_llr, family_members, on_claim};
+use crate::format_evidence::{within_engine_noise, FORMAT_CAP};
+use crate::format_identity::FormatIdentity;
+
+impl Verifier<'_> {
+    /// What the answers' format is, as far as the format evidence and the shapes tell: None
+    /// without format references.
+    pub fn format_identity(&self) -> Option<FormatIdentity> {
+        let (formats, shapes) = (self.formats.as_ref()?, self.shapes.as_ref()?);
+        let best = top_label(&self.format_totals)?;
+        Some(shapes.identity(formats.formats()[best]))
+    }
+
+    /// Why the claimed format cannot be called consistent although its ratio says so: the
+    /// answers lack the rounding pattern of the format that explains them best.
+    pub(super) fn format_blocked(&self) -> Option<String> {
+        let identity = self.format_identity()?;
+        (!identity.allows_consistent()).then(|| {
+            format!(
+                "the answers are {}: hspi cannot confirm the claimed format {} without a reference for what they are",
+                identity.describe(),
+                self.claim.get(Dimension::Format).unwrap_or("*")
+            )
+        })
+    }
+
+    /// Why the claimed format is not accused although the ratio rules out every format it covers:
+    /// a quantised family's schemes differ in size and pattern (int8 is GGUF q8_0 and vLLM's
+    /// W8A8 alike), so its known members stand for it only in part, and an honest provider of a
+    /// scheme hspi has no reference for looks exactly so. Such a claim is accused only where the
+    /// answers are firmly a known format outside the family. An exact format (`q8_0`) or a float
+    /// family (`fp16`) is accused on the ratio alone.
+    pub(super) fn format_unaccused(&self) -> Option<String> {
+        let family = self.claim.format_family().filter(|f| f.quantised())?;
+        self.formats.as_ref()?;
+        let identity = self.format_identity()?;
+        let shapes = self.shapes.as_ref()?;
+        // A member known by its size alone (W8A8: its activations rounded each engine's own way)
+        // that the answers' size fits still stands for the family.
+        let member_fits = self
+            .formats
+            .as_ref()?
+            .formats()
+            .iter()
+            .any(|f| family.covers(*f) && shapes.fits_by_size(*f));
+        if identity.firmly().is_some_and(|f| !family.covers(f)) && !member_fits {
+            return None;
+        }
+        Some(format!(
+            "the answers are not {} (the {family} hspi has references for) but {}: hspi cannot tell whether they are another {family} scheme without a reference for it",
+            family_members(family, &self.model.classes).join(" or "),
+            identity.describe()
+        ))
+    }
+
+    /// The format's log-likelihood ratio (best class off the claimed format against the best on
+    /// it): from the evidence that tolerates a change of hardware or build where the references
+    /// cover every class's format, else from the classes' own. None when the claim leaves the
+    /// format open or no reference has it.
+    pub(super) fn format_llr(&self) -> Option<f64> {
+        if self.unreferenced.contains(&Dimension::Format) {
+            return None;
+        }
+        let llr = dimension_llr(
+            &self.claim,
+            Dimension::Format,
+            &self.model.classes,
+            self.format_scores(),
+        )?;
+        // With format evidence of its own, the claim is weighed answer by answer against the
+        // best format off it, whichever that is.
+        Some(if self.formats.is_some() {
+            self.format_claim
+        } else {
+            llr
+        })
+    }
+
+    /// The threshold a format accusation needs: the format evidence's own where there is some,
+    /// else Wald's (the format is then weighed on the classes' evidence).
+    ///
+    /// Where the claimed formats and the best format off the claim are all within a change of
+    /// engine's reach (f32 claimed, f16 nearest), the evidence is a contest of directions at the
+    /// scale of the noise itself, a random walk of small steps: two capped answers more. vLLM's
+    /// fp32, a quarter of f16's rounding from llama.cpp's F32 but leaning a little its way, was
+    /// otherwise accused as f16 in 1 of 200 audits of 256 tokens.
+    pub(super) fn format_accuse(&self) -> f64 {
+        let Some(formats) = &self.formats else {
+            return self.params.thresholds().0;
+        };
+        let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
+        let claimed_fine = self
+            .model
+            .classes
+            .iter()
+            .zip(&on)
+            .filter(|(_, on)| **on)
+            .flat_map(|(c, _)| &c.members)
+            .all(|m| within_engine_noise(m.format));
+        let best_off = top_label(&self.format_totals).map(|i| formats.formats()[i]);
+        let off_claim = self
+            .model
+            .classes
+            .iter()
+            .zip(&on)
+            .filter(|(_, on)| !**on)
+            .flat_map(|(c, _)| &c.members)
+            .any(|m| Some(m.format) == best_off);
+        if claimed_fine && off_claim && best_off.is_some_and(within_engine_noise) {
+            self.params.format_accuse_threshold() + 2.0 * FORMAT_CAP
+        } else {
+            self.params.format_accuse_threshold()
+        }
+    }
+
+    /// The per-class scores the format dimension is decided from.
+    pub(super) fn format_scores(&self) -> &[f64] {
+        if self.formats.is_some() {
+            &self.format_cumulative
+        } else {
+            &self.cumulative
+        }
+    }
+
+    /// An accusation on the format alone. The likely class is the best off the claimed format by
+    /// the format evidence, then by the classes' own; named as a platform where answers
+    /// reproduced it bit for bit, else by its format alone (the format evidence decides nothing
+    /// else), or as a format no reference covers where the answers lack its pattern.
+    pub(super) fn format_mismatch(&self) -> Verdict {
+        let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
+        let scores = self.format_scores();
+        let best = (0..on.len())
+            .filter(|c| !on[*c])
+            .max_by(|a, b| {
+                scores[*a]
+                    .total_cmp(&scores[*b])
+                    .then(self.cumulative[*a].total_cmp(&self.cumulative[*b]))
+            })
+            .unwrap_or(0);
+        if self.formats.is_none() || self.reproduced.contains(&best) {
+            return self.mismatch(best, vec![Dimension::Format]);
+        }
+        let (likely_class, likely_platform) = match self.format_identity() {
+            Some(FormatIdentity::Known { format: f, .. }) => (
+                self.model.classes[best].id.clone(),
+                format!("*/*/{f}/* (the format; the evidence decides no other dimension)"),
+            ),
+            Some(identity) => (String::new(), identity.describe()),
+            None => return self.mismatch(best, vec![Dimension::Format]),
+        };
+        Verdict::Mismatch {
+            likely_class,
+            likely_platform,
+            dimensions: vec![Dimension::Format],
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! The sequential verifier: is the served platform the claimed one? Each answer is weighed by
+//! the evidence sources (`crate::sources`: bit-identical to a reference or training answer,
+//! decisive up to a cap; otherwise the classifier's log posterior, clamped, or the format
+//! evidence; the text; determinism; the model's own distance); the verifier sums their scores
+//! per class and per dimension, and after each query compares the generalised likelihood ratio
+//! of the best alternative against the best claimed class with Wald's thresholds for the
+//! requested error rates (`decide.rs`, the format's own rules in `format_rules.rs`, the model's
+//! in `model_rules.rs`). The per-query cap means no single answer decides alone; a budget cap
+//! ends in "inconclusive", never in an accusation (`finish.rs`).
+
+mod decide;
+mod finish;
+mod format_rules;
+mod model_rules;
+mod params;
+mod report;
+
+use hspi_datasets::top_label;
+use hspi_datasets::{Dimension, PlatformPattern, Presentation, Record};
+
+pub use params::VerifyParams;
+pub use report::{QueryEvidence, Verdict, VerifyReport};
+
+use crate::dimension_verdict::{llr_between, on_claim};
+use crate::error::ClassifyError;
+use crate::evidence::{for_output_kind, EvidenceMode};
+use crate::features::View;
+use crate::format_evidence::FormatReferences;
+use crate::format_identity::FormatShapes;
+use crate::identify::output_tokens;
+use crate::integrity::{violations, Check};
+use crate::model::PlatformModel;
+use crate::model_evidence::ModelTally;
+use crate::references::{asked_as, ReferenceIndex};
+use crate::sources::{sources, Answer, Context, EvidenceSource, Weighing};
+
+/// One answer weighed: the method, per class its log-likelihood, and per class its format
+/// evidence (None where it has none).
+type Weighed = (&'static str, Vec<f64>, Option<Vec<f64>>);
+
+/// Add `v` to the scores in `slot`, or make them `v` when there are none yet.
+fn add_into(slot: &mut Option<Vec<f64>>, v: Vec<f64>) {
+    match slot {
+        None => *slot = Some(v),
+        Some(sum) => {
+            for (s, x) in sum.iter_mut().zip(v) {
+                *s += x;
+            }
+        }
+    }
+}
+
+pub struct Verifier<'a> {
+    model: &'a PlatformModel,
+    /// The references: a pack's, or those an answer source computes for its own answers.
+    refs: std::borrow::Cow<'a, ReferenceIndex>,
+    /// The class of each reference platform the model reads.
+    reference_class: std::collections::HashMap<String, usize>,
+    mode: &'static dyn EvidenceMode,
+    claim: PlatformPattern,
+    /// The claim with the dimensions no known class has left open: what the test can decide.
+    tested: PlatformPattern,
+    unreferenced: Vec<Dimension>,
+    claimed: Vec<usize>,
+    params: VerifyParams,
+    cumulative: Vec<f64>,
+    /// Which references stand for which format, when they cover every class's format.
+    formats: Option<FormatReferences>,
+    /// Per class, the summed format evidence that tolerates a change of hardware or build.
+    format_cumulative: Vec<f64>,
+    /// Per answer, the best format off the claim against the best on it, summed: formats that
+    /// cannot be told apart among themselves still stand together against the claim.
+    format_claim: f64,
+    /// Per format (in `formats` order), the summed format evidence.
+    format_totals: Vec<f64>,
+    /// How far the answers carry each format's own rounding (see `format_identity`).
+    shapes: Option<FormatShapes>,
+    /// Classes some answer reproduced bit for bit.
+    reproduced: Vec<usize>,
+    evidence: Vec<QueryEvidence>,
+    tokens: u64,
+    tampered: Vec<String>,
+    verdict: Option<Verdict>,
+    /// How the last answer that told showed itself, and the coarsest seen.
+    shown: Presentation,
+    coarsest: Presentation,
+    /// Why answers could not be compared with the references, when they were asked otherwise.
+    incomparable: Option<String>,
+    /// How far the answers lie from every reference of the claimed model (another model?).
+    model_tally: ModelTally,
+    /// What weighs each answer (`crate::sources`), in registry order.
+    sources: Vec<Box<dyn EvidenceSource>>,
+}
+
+impl<'a> Verifier<'a> {
+    pub fn new(
+        model: &'a PlatformModel,
+        refs: &'a ReferenceIndex,
+        claim: PlatformPattern,
+        params: VerifyParams,
+    ) -> Result<Verifier<'a>, ClassifyError> {
+        params.validate()?;
+        let mode = for_output_kind(&model.spec.output_kind)?;
+        // A claimed value no known class has (hardware hspi holds no reference for) cannot be
+        // tested here: the test runs on the other dimensions and can at best be inconclusive.
+        let unreferenced: Vec<Dimension> = claim
+            .claimed()
+            .into_iter()
+            .filter(|d| !on_claim(&claim, *d, &model.classes).contains(&true))
+            .collect();
+        let tested = claim.opened(&unreferenced);
+        let claimed: Vec<usize> = model
+            .classes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.members.iter().any(|m| tested.matches(m)))
+            .map(|(i, _)| i)
+            .collect();
+        if claimed.is_empty() || tested.claimed().is_empty() {
+            let known: Vec<String> = model
+                .classes
+                .iter()
+                .flat_map(|c| c.members.iter().map(ToString::to_string))
+                .collect();
+            return Err(ClassifyError::Param(format!(
+                "claim {claim} matches no platform the model knows ({})\nhint: collect a reference dataset for the claimed platform and train on it",
+                known.join(", ")
+            )));
+        }
+        Ok(Verifier {
+            model,
+            refs: std::borrow::Cow::Borrowed(refs),
+            reference_class: model.reference_classes(),
+            mode,
+            claim,
+            tested,
+            unreferenced,
+            claimed,
+            cumulative: vec![0.0; model.classes.len()],
+            formats: model.format_references(),
+            format_cumulative: vec![0.0; model.classes.len()],
+            format_claim: 0.0,
+            format_totals: model
+                .format_references()
+                .map_or_else(Vec::new, |f| vec![0.0; f.formats().len()]),
+            shapes: model
+                .format_references()
+                .map(|f| FormatShapes::new(f.formats())),
+            reproduced: Vec::new(),
+            params,
+            evidence: Vec::new(),
+            tokens: 0,
+            tampered: Vec::new(),
+            verdict: None,
+            shown: Presentation::Exact,
+            coarsest: Presentation::Exact,
+            incomparable: None,
+            model_tally: ModelTally::default(),
+            sources: sources(model),
+        })
+    }
+
+    /// Probe ids ordered so the first ones best separate the claim from its alternatives: those
+    /// where most alternative classes' reference answers differ from the claimed class's, as the
+    /// endpoint shows its answers (for text-only answers: where the greedy texts differ).
+    pub fn order_probes(&self, probes: &[String]) -> Vec<String> {
+        let refs = &self.model.spec.references;
+        // Each class's first reference platform, in spec order.
+        let class_reference: Vec<Option<usize>> = (0..self.model.classes.len())
+            .map(|c| {
+                refs.iter()
+                    .position(|r| self.reference_class.get(r) == Some(&c))
+            })
+            .collect();
+        let mut scored: Vec<(usize, usize, &String)> = probes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let views = self.refs.views(p, refs);
+                let class_view = |c: usize| {
+                    class_reference[c].and_then(|j| views[j].as_ref().map(|v| v.shown(self.shown)))
+                };
+                let claimed: Vec<_> = self.claimed.iter().filter_map(|c| class_view(*c)).collect();
+                let separated = (0..self.model.classes.len())
+                    .filter(|c| !self.claimed.contains(c))
+                    .filter_map(class_view)
+                    .filter(|v| !claimed.is_empty() && !claimed.iter().any(|c| c.same(v)))
+                    .count();
+                (separated, i, p)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().map(|s| s.2.clone()).collect()
+    }
+
+    /// Add references to weigh answers against: those an answer source computed for its own
+    /// answer (teacher forcing on the provider's tokens), before that answer is observed.
+    pub fn add_references(&mut self, records: &[Record]) {
+        if records.is_empty() {
+            return;
+        }
+        let refs = self.refs.to_mut();
+        for r in records {
+            refs.add(r);
+        }
+    }
+
+    /// How the endpoint shows its answers, as far as they have told (exact before the first).
+    pub fn presentation(&self) -> Presentation {
+        self.shown
+    }
+
+    pub fn verdict(&self) -> Option<&Verdict> {
+        self.verdict.as_ref()
+    }
+
+    /// The log-likelihood ratio so far, best alternative against best claimed class.
+    pub fn current_llr(&self) -> f64 {
+        self.llr()
+    }
+
+    /// The format's own log-likelihood ratio so far, where the format is weighed on evidence of
+    /// its own (see [`QueryEvidence::format_llr`]).
+    pub fn current_format_llr(&self) -> Option<f64> {
+        self.formats.as_ref().and(self.format_llr())
+    }
+
+    fn llr(&self) -> f64 {
+        let best = |set: &mut dyn Iterator<Item = usize>| {
+            set.map(|c| self.cumulative[c])
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        let claim = best(&mut self.claimed.iter().copied());
+        let alt = best(&mut (0..self.cumulative.len()).filter(|c| !self.claimed.contains(c)));
+        alt - claim
+    }
+
+    /// Add one answer; returns the verdict once the evidence suffices.
+    pub fn observe(&mut self, record: &Record) -> Option<&Verdict> {
+        if self.verdict.is_some() {
+            return self.verdict.as_ref();
+        }
+        let shown = Presentation::detect(&record.outputs).unwrap_or(self.shown);
+        self.shown = shown;
+        if shown.coarseness() > self.coarsest.coarseness() {
+            self.coarsest = shown;
+        }
+        // Rounding by the API is how it prints numbers, not tampering.
+        let checks: Vec<Check> = self
+            .mode
+            .integrity_checks()
+            .iter()
+            .copied()
+            .filter(|c| shown == Presentation::Exact || *c != Check::ExactF32)
+            .collect();
+        let broken = violations(record, &self.model.integrity, &checks);
+        if !broken.is_empty() {
+            self.tampered
+                .push(format!("probe {}: {}", record.probe_id, broken.join("; ")));
+        }
+        let asked = asked_as(&record.target);
+        let theirs = self.refs.asked(&record.probe_id);
+        // hspi's own local computations format prompts as their engine does: not told apart.
+        let comparable = asked == "local"
+            || theirs.is_empty()
+            || theirs.contains(&asked)
+            || theirs.contains(&"local");
+        if !comparable {
+            self.incomparable = Some(format!(
+                "the answers were asked through the {asked}, hspi's references through the {}: the same prompt formatted otherwise is another input, so they cannot be compared\nhint: collect the references through the same API path as the audit (chat completions apply the chat template, legacy completions send the raw prompt)",
+                theirs.join(" and the ")
+            ));
+        }
+        let (method, ll, format_ll) = if comparable {
+            self.weigh(record, shown)
+        } else {
+            let none = vec![0.0; self.model.classes.len()];
+            ("not comparable", none.clone(), Some(none))
+        };
+        if let (Some(formats), Some(scores)) = (&self.formats, &format_ll) {
+            for (c, v) in self.format_cumulative.iter_mut().zip(scores) {
+                *c += v;
+            }
+            for (t, v) in self
+                .format_totals
+                .iter_mut()
+                .zip(formats.format_scores(scores, &self.model.classes))
+            {
+                *t += v;
+            }
+            let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
+            if let Some(v) = llr_between(&on, scores) {
+                self.format_claim += v;
+            }
+        }
+        let before = self.llr();
+        for (c, v) in self.cumulative.iter_mut().zip(&ll) {
+            *c += v;
+        }
+        let after = self.llr();
+        let tokens = output_tokens(record);
+        self.tokens += tokens;
+        self.evidence.push(QueryEvidence {
+            probe: record.probe_id.clone(),
+            output_tokens: tokens,
+            method: method.into(),
+            nearest: self.model.classes[top_label(&ll).unwrap_or(0)].name(),
+            llr: if self.evidence.is_empty() {
+                after
+            } else {
+                after - before
+            },
+            cumulative_llr: after,
+            posterior: crate::linear::log_softmax(&self.cumulative)
+                .iter()
+                .map(|v| v.exp())
+                .collect(),
+            integrity: broken.iter().map(|s| s.to_string()).collect(),
+            format_llr: self.formats.as_ref().and(self.format_llr()),
+            model_llr: (self.model_tally.answers() > 0).then_some(self.model_tally.total),
+        });
+        self.verdict = self.decide();
+        self.verdict.as_ref()
+    }
+
+    /// What the evidence sources read.
+    fn context(&self) -> Context<'_> {
+        Context {
+            model: self.model,
+            refs: &self.refs,
+            reference_class: &self.reference_class,
+            formats: self.formats.as_ref(),
+            per_query_cap: self.params.per_query_cap,
+        }
+    }
+
+    /// One comparable answer weighed by every source in registry order (`crate::sources`): the
+    /// model's distance joins its tally; a bit-identical reproduction settles the answer (the
+    /// other classes at the cap, the format with it); otherwise the sources' scores are summed
+    /// per class, and the answer's values join the format shapes.
+    fn weigh(&mut self, record: &Record, shown: Presentation) -> Weighed {
+        let k = self.model.classes.len();
+        let mut sources = std::mem::take(&mut self.sources);
+        let cx = self.context();
+        let answer = Answer::new(record, shown, &cx);
+        let (mut method, mut classes, mut formats) = (None, None, None);
+        let (mut reproduced, mut distances) = (None, Vec::new());
+        for source in &mut sources {
+            match source.weigh(&answer, &cx) {
+                Weighing::Abstains => {}
+                Weighing::Model(d) => distances.push(d),
+                Weighing::Reproduces { method, classes } => {
+                    reproduced = Some((method, classes));
+                    break;
+                }
+                Weighing::Scores {
+                    method: m,
+                    classes: c,
+                    formats: f,
+                } => {
+                    method = method.or(m);
+                    add_into(&mut classes, c);
+                    if let Some(f) = f {
+                        add_into(&mut formats, f);
+                    }
+                }
+            }
+        }
+        self.sources = sources;
+        for d in distances {
+            self.model_tally.add(d);
+        }
+        if let Some((method, m)) = reproduced {
+            let ll = self.reproduced_by(&m);
+            return (method, ll.clone(), Some(ll));
+        }
+        if answer.shows_values() {
+            self.add_shapes(&answer);
+        }
+        (
+            method.unwrap_or("no evidence"),
+            classes.unwrap_or_else(|| vec![0.0; k]),
+            formats,
+        )
+    }
+
+    /// Scores for an answer bit for bit these classes' (0, the others at the cap), noted as
+    /// reproduced with their formats.
+    fn reproduced_by(&mut self, m: &[usize]) -> Vec<f64> {
+        for c in m {
+            if !self.reproduced.contains(c) {
+                self.reproduced.push(*c);
+            }
+            if let Some(shapes) = &mut self.shapes {
+                for member in &self.model.classes[*c].members {
+                    shapes.reproduced(member.format);
+                }
+            }
+        }
+        let cap = self.params.per_query_cap;
+        (0..self.model.classes.len())
+            .map(|c| if m.contains(&c) { 0.0 } else { -cap })
+            .collect()
+    }
+
+    /// Add an answer's values to the format shapes: against each format's reference, both shown
+    /// as the endpoint shows its answers.
+    fn add_shapes(&mut self, answer: &Answer) {
+        let (Some(formats), Some(shapes)) = (&self.formats, &mut self.shapes) else {
+            return;
+        };
+        let views = answer.references_shown(answer.shown);
+        let by_format: Vec<Option<&View>> = formats
+            .reference_indices()
+            .map(|i| views.get(i).and_then(Option::as_ref))
+            .collect();
+        shapes.add(&answer.view(), &by_format);
+    }
+
+    /// Whether the budget allows another query of about `next_tokens` output tokens.
+    pub fn can_continue(&self, next_tokens: u64) -> bool {
+        self.verdict.is_none()
+            && self.evidence.len() < self.params.max_queries
+            && self.tokens + next_tokens <= self.params.max_output_tokens
+    }
+}

@@ -62,6 +62,7 @@ fn answers_with_references(base: &str, seed: u64, out: &Path) -> (PathBuf, PathB
     let mut forced = ForcedSession::open(
         &llama::smollm2_gguf(),
         &formats(),
+        Vec::new(),
         info,
         &probes,
         &refs,
@@ -228,4 +229,66 @@ fn fresh_prompts_catch_what_the_public_pool_cannot_and_sampled_answers_are_weigh
             "{name} sampled, sold as F16, within 128 tokens: {tally}"
         );
     }
+
+    // The provider's own engine at hand: a second llama-server of the same build at F16, named
+    // as a reference server, reproduces an honest F16 provider bit for bit on every answer; a
+    // Q8_0 provider sold as F16 is still a format mismatch.
+    let reference = llama::start("avx2", "F16");
+    let platform = format!("{}=cpu-avx2/llamacpp-11434/f16/bs1", reference.url);
+    let with_server = |base: &str, out: &str| {
+        let w = llama::smollm2_gguf();
+        common::pack_audit(
+            &common::shipped_pack(),
+            base,
+            F16,
+            &tmp.path().join(out),
+            &[
+                "--weights",
+                w.to_str().unwrap(),
+                "--fresh-formats",
+                FORMATS,
+                "--reference-server",
+                &platform,
+                "--draw-seed",
+                "21",
+            ],
+        )
+    };
+    let (code, report, err) = with_server(&f16.url, "exact-f16");
+    assert_eq!(code, 0, "honest F16 with its engine at hand: {err}");
+    let methods: Vec<&str> = report["evidence"]["verification"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["method"].as_str().unwrap())
+        .collect();
+    assert!(
+        !methods.is_empty() && methods.iter().all(|m| *m == "reference-match"),
+        "every answer reproduced bit for bit by the reference server: {methods:?}"
+    );
+    let (code, report, err) = with_server(&q8.url, "exact-q8");
+    assert_eq!(code, 1, "Q8_0 sold as F16, the F16 engine at hand: {err}");
+    assert!(
+        report["evidence"]["verification"]["verdict"]["likely_platform"]
+            .as_str()
+            .unwrap()
+            .contains("q8_0"),
+        "{}",
+        report["evidence"]["verification"]["verdict"]
+    );
+    // A reference server that does not answer is refused before any request is paid for.
+    let (code, _, err) = common::pack_audit(
+        &common::shipped_pack(),
+        &f16.url,
+        F16,
+        &tmp.path().join("no-server"),
+        &[
+            "--weights",
+            llama::smollm2_gguf().to_str().unwrap(),
+            "--reference-server",
+            "http://127.0.0.1:9=cpu-avx2/llamacpp-11434/f16/bs1",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("127.0.0.1:9"), "{err}");
 }

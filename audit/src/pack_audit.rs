@@ -8,6 +8,7 @@ use hspi_classify::dimension_verdict::DimensionStatus;
 use hspi_classify::verify::{Verdict, VerifyParams};
 use hspi_classify::{PlatformModel, ReferenceIndex};
 use hspi_collect::session::{EndpointOptions, EndpointSession, ForcedSession};
+use hspi_collect::teacher_forced::ServerReference;
 use hspi_datasets::{Dimension, ModelInfo, NumericFormat, OpenMode, Platform, PlatformPattern};
 use hspi_pack::{draw, fresh_seed, Pack, PackError, PromptTokens};
 use hspi_reports::contract::PackDraw;
@@ -30,6 +31,8 @@ pub struct FreshPrompts<'a> {
     pub weights: &'a Path,
     /// The formats to compute (empty: every format of the pack hspi computes).
     pub formats: Vec<NumericFormat>,
+    /// llama-servers computing references too, each `URL=PLATFORM`.
+    pub servers: Vec<String>,
 }
 
 pub struct PackAudit<'a> {
@@ -188,9 +191,15 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
                 hspi_probe::fresh_space(),
                 formats.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
             ));
+            let servers = fresh
+                .servers
+                .iter()
+                .map(|s| ServerReference::parse(s))
+                .collect::<Result<Vec<_>, _>>()?;
             let forced = ForcedSession::open(
                 fresh.weights,
                 &formats,
+                servers,
                 info.clone(),
                 &probes,
                 &out.join(FRESH_REFERENCES),
@@ -227,11 +236,11 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
     if let Some(r) = &repeat {
         sampled_texts_name_no_model(&mut v, r);
     }
-    let prompt_tokens = match &forced {
+    let prompt_tokens = match &mut forced {
         Some(f) => Some(PromptTokens {
             counted_by: "hspi's tokenizer of the model (its chat template on chat completions)"
                 .into(),
-            counts: f.prompt_tokens(session.asks_chat()),
+            counts: f.prompt_tokens(session.asks_chat())?,
         }),
         None => pack.prompt_tokens()?,
     };

@@ -36,4 +36,14 @@ pub struct Args {
         help_heading = "Pack and prompts"
     )]
     pub fresh_formats: Vec<hspi_datasets::NumericFormat>,
+    /// With --weights: a llama-server to compute references too, written URL=PLATFORM (the
+    /// platform it runs, e.g. http://127.0.0.1:8081=cpu-avx2/llamacpp-11434/f16/bs1;
+    /// repeatable). Where it is the provider's engine, its references are bit for bit.
+    #[arg(
+        long,
+        value_name = "URL=PLATFORM",
+        requires = "weights",
+        help_heading = "Pack and prompts"
+    )]
+    pub reference_server: Vec<String>,
 }

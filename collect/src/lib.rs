@@ -4,6 +4,7 @@ pub mod atlas;
 pub mod backend;
 pub mod collector;
 pub mod error;
+mod forced_server;
 pub mod grid;
 pub mod http;
 pub mod listing;

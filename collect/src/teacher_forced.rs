@@ -14,6 +14,7 @@ use hspi_datasets::{
 use crate::backend::candle_cpu::{GgufAllPositions, ServedLm};
 use crate::backend::{Backend, CandleCpu};
 use crate::error::{CollectError, Result};
+pub use crate::forced_server::ServerReference;
 use crate::serve::codec::Codec;
 use crate::serve::log_softmax;
 use crate::zoo::chat_template::Message;
@@ -25,15 +26,41 @@ enum ForcedLm {
     Gguf(GgufAllPositions),
     /// The market's formats as vLLM computes them (one causal pass).
     Served(Box<ServedLm>),
+    /// A llama-server the user names (bit for bit where it is the provider's engine).
+    Server(ServerReference),
 }
 
 impl ForcedLm {
-    fn logits_from(&mut self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>> {
-        match self {
-            ForcedLm::Gguf(lm) => lm.logits_from(tokens, from),
-            ForcedLm::Served(lm) => lm.logits_from(tokens, from),
-        }
+    /// The steps at each generated position of `context` (`prompt_len..`): the provider's token
+    /// with its logprob, and the engine's `top` best.
+    fn steps(
+        &mut self,
+        codec: &Codec,
+        context: &[u32],
+        prompt_len: usize,
+        top: usize,
+    ) -> Result<Vec<TokenStep>> {
+        let tokens = &context[..context.len() - 1];
+        let rows = match self {
+            ForcedLm::Gguf(lm) => lm.logits_from(tokens, prompt_len)?,
+            ForcedLm::Served(lm) => lm.logits_from(tokens, prompt_len)?,
+            ForcedLm::Server(server) => return server.steps(context, prompt_len, top),
+        };
+        Ok(rows
+            .iter()
+            .zip(&context[prompt_len..])
+            .map(|(logits, id)| step(codec, &log_softmax(logits), *id, top))
+            .collect())
     }
+}
+
+/// Where a format's requantised matrices are kept for the weights of digest `sha256`: named by
+/// the platform, whose engine version says which quantiser made them.
+fn kept_path(sha256: &str, platform: &Platform) -> std::path::PathBuf {
+    crate::zoo::cache_dir()
+        .join("forced")
+        .join(sha256.get(..16).unwrap_or(sha256))
+        .join(format!("{}.gguf", platform.slug()))
 }
 
 /// How an answer's references were computed: per platform, the seconds it took.
@@ -52,11 +79,36 @@ pub struct ForcedReferences {
 }
 
 impl ForcedReferences {
-    /// The formats of `formats` (every one candle computes for this model when empty) for the
-    /// language model whose weights are at `weights` (a GGUF file or a checkpoint directory).
-    pub fn open(weights: &Path, formats: &[NumericFormat]) -> Result<ForcedReferences> {
+    /// The platforms [`Self::open`] would compute for `weights` at `formats` (every one candle
+    /// computes for this model when empty), and the weights' file: checked without loading them
+    /// (a format hspi does not compute, llama.cpp's formats from a checkpoint directory).
+    /// Then each reference server's platform (each answered once, and named by no other).
+    pub fn plan(
+        weights: &Path,
+        formats: &[NumericFormat],
+        servers: &[ServerReference],
+    ) -> Result<(std::path::PathBuf, Vec<Platform>)> {
+        let (path, mut platforms) = Self::formats(weights, formats)?;
+        for s in servers {
+            if platforms.contains(s.platform()) {
+                return Err(CollectError::BadRequest(format!(
+                    "--reference-server: platform {} is named twice",
+                    s.platform()
+                )));
+            }
+            s.check()?;
+            platforms.push(s.platform().clone());
+        }
+        Ok((path, platforms))
+    }
+
+    /// The weights' file and the platforms of `formats` hspi computes itself.
+    fn formats(
+        weights: &Path,
+        formats: &[NumericFormat],
+    ) -> Result<(std::path::PathBuf, Vec<Platform>)> {
         // The path only: the weights' identity (a sha256 over them) is the caller's to check once.
-        let path = &crate::zoo::smollm2::weights_path(Some(weights))?;
+        let path = crate::zoo::smollm2::weights_path(Some(weights))?;
         let model_id = ModelId::SmolLm2.name().to_string();
         let platforms = CandleCpu.platforms(ModelId::SmolLm2)?;
         let wanted: Vec<Platform> = if formats.is_empty() {
@@ -104,6 +156,25 @@ impl ForcedReferences {
                 });
             }
         }
+        Ok((path, wanted))
+    }
+
+    /// The formats of `formats` (every one candle computes for this model when empty) for the
+    /// language model whose weights are at `weights` (a GGUF file or a checkpoint directory).
+    /// `sha256`, the weights' digest where the caller checked it, keys the requantised formats
+    /// kept under the cache directory (`$HSPI_CACHE/forced/`), so a later audit of the same
+    /// weights loads them without requantising; None requantises in memory only. `servers` are
+    /// llama-servers the user names as reference engines of their own platforms, after the
+    /// formats.
+    pub fn open(
+        weights: &Path,
+        formats: &[NumericFormat],
+        servers: Vec<ServerReference>,
+        sha256: Option<&str>,
+    ) -> Result<ForcedReferences> {
+        let (path, wanted) = Self::formats(weights, formats)?;
+        let path = &path;
+        let model_id = ModelId::SmolLm2.name().to_string();
         let served_weights = if wanted
             .iter()
             .any(|p| crate::scheme::for_format(p.format).is_some())
@@ -119,12 +190,18 @@ impl ForcedReferences {
                 Some(w) if crate::scheme::for_format(format).is_some() => {
                     ForcedLm::Served(Box::new(ServedLm::new(w, format)?))
                 }
-                _ => ForcedLm::Gguf(GgufAllPositions::load(path, format)?),
+                _ => {
+                    let kept = sha256.map(|sha| kept_path(sha, &wanted[i]));
+                    ForcedLm::Gguf(GgufAllPositions::load(path, format, kept.as_deref())?)
+                }
             })
         });
-        let mut lms = Vec::with_capacity(wanted.len());
+        let mut lms = Vec::with_capacity(wanted.len() + servers.len());
         for (p, lm) in wanted.into_iter().zip(loaded) {
             lms.push((p, lm?));
+        }
+        for server in servers {
+            lms.push((server.platform().clone(), ForcedLm::Server(server)));
         }
         Ok(ForcedReferences {
             codec: Codec::for_weights(path)?,
@@ -206,6 +283,7 @@ impl ForcedReferences {
     ) -> Result<(Vec<Record>, ForcedCost)> {
         let (context, prompt_len) = self.context_ids(input, answer)?;
         let (prompt, generated) = context.split_at(prompt_len);
+        let context = &context;
         let mut cost = ForcedCost {
             positions: generated.len(),
             ..ForcedCost::default()
@@ -213,7 +291,6 @@ impl ForcedReferences {
         if generated.is_empty() {
             return Ok((Vec::new(), cost));
         }
-        let tokens = &context[..context.len() - 1];
         let text = match &answer.outputs {
             Outputs::Completion { text, .. } => text.clone(),
             _ => String::new(),
@@ -226,12 +303,7 @@ impl ForcedReferences {
             let mut guard = lms[i].lock().expect("one worker per format");
             let (platform, lm) = &mut **guard;
             let start = Instant::now();
-            let rows = lm.logits_from(tokens, prompt.len())?;
-            let steps: Vec<TokenStep> = rows
-                .iter()
-                .zip(generated)
-                .map(|(logits, id)| step(codec, &log_softmax(logits), *id, top))
-                .collect();
+            let steps = lm.steps(codec, context, prompt.len(), top)?;
             let elapsed = start.elapsed();
             let record = Record {
                 probe_id: answer.probe_id.clone(),

@@ -86,7 +86,7 @@ fn teacher_forced_references_rank_a_greedy_answer_first_at_every_position() {
         ),
     ];
     for (format, (answer, generated)) in answers {
-        let mut engines = ForcedReferences::open(&path, &[format]).unwrap();
+        let mut engines = ForcedReferences::open(&path, &[format], Vec::new(), None).unwrap();
         let (refs, cost) = engines.score(&input, &answer, 5).unwrap();
         assert_eq!((refs.len(), cost.positions), (1, ANSWER));
         let Outputs::Completion { steps, .. } = &refs[0].outputs else {
@@ -108,5 +108,43 @@ fn teacher_forced_references_rank_a_greedy_answer_first_at_every_position() {
                 generated[i]
             );
         }
+    }
+}
+
+#[test]
+fn requantised_formats_kept_on_disk_give_the_same_logits_bit_for_bit() {
+    use hspi_collect::backend::candle_cpu::GgufAllPositions;
+    let path = smollm2::weights_path(None)
+        .expect("SmolLM2's weights are not cached: run .ci/setup (hspi fetch smollm2)");
+    let codec = Codec::from_gguf(&path).unwrap();
+    let tokens = codec
+        .text_ids("The river came upon the great city of gold")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["q8_0", "q4_0"] {
+        let format: NumericFormat = format.parse().unwrap();
+        let kept = dir.path().join(format!("{format}.gguf"));
+        let logits = |kept: Option<&std::path::Path>| {
+            let mut lm = GgufAllPositions::load(&path, format, kept).unwrap();
+            let rows = lm.logits_from(&tokens, 4).unwrap();
+            rows.iter()
+                .map(|r| r.iter().map(|v| v.to_bits()).collect::<Vec<u32>>())
+                .collect::<Vec<_>>()
+        };
+        let in_memory = logits(None);
+        // Written by the first load, read by the second.
+        assert_eq!(logits(Some(&kept)), in_memory, "{format}: written");
+        assert!(kept.exists(), "{format}: kept");
+        assert_eq!(logits(Some(&kept)), in_memory, "{format}: read back");
+        // A kept file cut short is made again, never read.
+        let len = std::fs::metadata(&kept).unwrap().len();
+        let f = std::fs::OpenOptions::new().write(true).open(&kept).unwrap();
+        f.set_len(len / 2).unwrap();
+        assert_eq!(logits(Some(&kept)), in_memory, "{format}: cut short");
+        assert_eq!(
+            std::fs::metadata(&kept).unwrap().len(),
+            len,
+            "{format}: made again"
+        );
     }
 }

@@ -37,6 +37,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             fresh: a.weights.as_deref().map(|weights| FreshPrompts {
                 weights,
                 formats: a.fresh_formats.clone(),
+                servers: a.reference_server.clone(),
             }),
         };
         audit_with_pack(audit, &printer::lines())?

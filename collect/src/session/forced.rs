@@ -11,11 +11,41 @@ use hspi_datasets::{
 };
 
 use super::{new_session, probe_set_info};
-use crate::error::Result;
-use crate::teacher_forced::{ForcedCost, ForcedReferences};
+use crate::error::{CollectError, Result};
+use crate::teacher_forced::{ForcedCost, ForcedReferences, ServerReference};
+
+/// hspi's engines: loading on a thread of their own while the endpoint answers the first prompt,
+/// then ready (or gone, once their loading failed and said why).
+enum Engines {
+    Loading(std::thread::JoinHandle<Result<ForcedReferences>>),
+    Ready(ForcedReferences),
+    Gone,
+}
+
+impl Engines {
+    /// The engines, once loaded (waiting for them the first time).
+    fn ready(&mut self) -> Result<&mut ForcedReferences> {
+        if let Engines::Loading(_) = self {
+            let Engines::Loading(handle) = std::mem::replace(self, Engines::Gone) else {
+                unreachable!("matched above")
+            };
+            let loaded = handle.join().map_err(|_| {
+                CollectError::BadRequest("hspi's reference engines panicked while loading".into())
+            })??;
+            *self = Engines::Ready(loaded);
+        }
+        match self {
+            Engines::Ready(engines) => Ok(engines),
+            _ => Err(CollectError::BadRequest(
+                "hspi's reference engines did not load (the first error said why)".into(),
+            )),
+        }
+    }
+}
 
 pub struct ForcedSession {
-    engines: ForcedReferences,
+    engines: Engines,
+    platforms: Vec<Platform>,
     inputs: HashMap<String, (ProbeInput, usize)>,
     writer: DatasetWriter,
     /// What each answer's references cost, in the order they were computed.
@@ -23,25 +53,38 @@ pub struct ForcedSession {
 }
 
 impl ForcedSession {
-    /// hspi's engines for `weights` at `formats` (every one it computes when empty), and a
+    /// hspi's engines for `weights` at `formats` (every one it computes when empty) and the
+    /// reference `servers` the user names, and a
     /// dataset at `out` for their answers to `probes`. `model` is the identity the weights were
-    /// checked against (it names the dataset's model).
+    /// checked against (it names the dataset's model; its sha256 keys the requantised formats
+    /// kept in the cache). The formats are checked here; the engines load in the background
+    /// (seconds) and the first answer's references wait for them.
+    #[allow(clippy::too_many_arguments)]
     pub fn open(
         weights: &Path,
         formats: &[NumericFormat],
+        servers: Vec<ServerReference>,
         model: ModelInfo,
         probes: &ProbeSet,
         out: &Path,
         mode: OpenMode,
         command: &str,
     ) -> Result<ForcedSession> {
-        let engines = ForcedReferences::open(weights, formats)?;
+        let (_, platforms) = ForcedReferences::plan(weights, formats, &servers)?;
+        let (weights, formats, sha) = (
+            weights.to_path_buf(),
+            formats.to_vec(),
+            model.weights_sha256.clone(),
+        );
+        let engines = Engines::Loading(std::thread::spawn(move || {
+            ForcedReferences::open(&weights, &formats, servers, Some(&sha))
+        }));
         let manifest = Manifest {
             schema_version: SCHEMA_VERSION,
             created_unix: unix_now(),
             model,
             probe_set: probe_set_info(probes),
-            platforms: engines.platforms(),
+            platforms: platforms.clone(),
             sessions: Vec::new(),
         };
         let writer = DatasetWriter::open(out, &manifest, probes, new_session(command), mode)?;
@@ -58,6 +101,7 @@ impl ForcedSession {
             .collect();
         Ok(ForcedSession {
             engines,
+            platforms,
             inputs,
             writer,
             costs: Vec::new(),
@@ -65,7 +109,7 @@ impl ForcedSession {
     }
 
     pub fn platforms(&self) -> Vec<Platform> {
-        self.engines.platforms()
+        self.platforms.clone()
     }
 
     /// Every format's answer on `answer`'s tokens, written before they are returned.
@@ -73,23 +117,22 @@ impl ForcedSession {
         let Some((input, top)) = self.inputs.get(&answer.probe_id) else {
             return Ok(Vec::new());
         };
-        let (records, cost) = self.engines.score(input, answer, *top)?;
+        let (records, cost) = self.engines.ready()?.score(input, answer, *top)?;
         self.writer.append(&records)?;
         self.costs.push(cost);
         Ok(records)
     }
 
     /// Per probe, the prompt tokens a chat request (`chat`) or a completion request bills.
-    pub fn prompt_tokens(&self, chat: bool) -> BTreeMap<String, u64> {
-        self.inputs
+    pub fn prompt_tokens(&mut self, chat: bool) -> Result<BTreeMap<String, u64>> {
+        let engines = self.engines.ready()?;
+        Ok(self
+            .inputs
             .iter()
             .filter_map(|(id, (input, _))| {
-                Some((
-                    id.clone(),
-                    self.engines.prompt_len(input, chat).ok()? as u64,
-                ))
+                Some((id.clone(), engines.prompt_len(input, chat).ok()? as u64))
             })
-            .collect()
+            .collect())
     }
 
     /// Seal the dataset.

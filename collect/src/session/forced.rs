@@ -54,11 +54,11 @@ pub struct ForcedSession {
 
 impl ForcedSession {
     /// hspi's engines for `weights` at `formats` (every one it computes when empty) and the
-    /// reference `servers` the user names, and a
-    /// dataset at `out` for their answers to `probes`. `model` is the identity the weights were
-    /// checked against (it names the dataset's model; its sha256 keys the requantised formats
-    /// kept in the cache). The formats are checked here; the engines load in the background
-    /// (seconds) and the first answer's references wait for them.
+    /// reference `servers` the user names, and a dataset at `out` for their answers to `probes`.
+    /// `model` is the identity the weights were checked against (it names the dataset's model;
+    /// its sha256 keys the requantised formats kept in the cache). The formats and servers are
+    /// checked here; the engines load in the background (seconds) while the endpoint answers,
+    /// and the first answer's references wait for them.
     #[allow(clippy::too_many_arguments)]
     pub fn open(
         weights: &Path,

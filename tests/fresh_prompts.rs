@@ -277,18 +277,27 @@ fn fresh_prompts_catch_what_the_public_pool_cannot_and_sampled_answers_are_weigh
         report["evidence"]["verification"]["verdict"]
     );
     // A reference server that does not answer is refused before any request is paid for.
-    let (code, _, err) = common::pack_audit(
-        &common::shipped_pack(),
-        &f16.url,
+    let url = format!("{}/v1/chat/completions", f16.url);
+    let out = tmp.path().join("no-server");
+    let r = common::run(&[
+        "audit",
+        "--endpoint",
+        &url,
+        "--pack",
+        common::shipped_pack().to_str().unwrap(),
+        "--claim",
         F16,
-        &tmp.path().join("no-server"),
-        &[
-            "--weights",
-            llama::smollm2_gguf().to_str().unwrap(),
-            "--reference-server",
-            "http://127.0.0.1:9=cpu-avx2/llamacpp-11434/f16/bs1",
-        ],
+        "--out",
+        out.to_str().unwrap(),
+        "--weights",
+        llama::smollm2_gguf().to_str().unwrap(),
+        "--reference-server",
+        "http://127.0.0.1:9=cpu-avx2/llamacpp-11434/f16/bs1",
+    ]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("http://127.0.0.1:9/health") && !r.stderr.contains("query 1"),
+        "{}",
+        r.stderr
     );
-    assert_ne!(code, 0);
-    assert!(err.contains("127.0.0.1:9"), "{err}");
 }

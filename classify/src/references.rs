@@ -18,20 +18,10 @@ pub struct ReferenceIndex {
     asked: HashMap<String, BTreeSet<&'static str>>,
 }
 
-/// How a prompt reached the model, read from the record's target: through the server's chat
-/// template (`chat template`), as raw text (`raw prompt`: legacy completions, SGLang's
-/// `/generate`), or computed by hspi itself (`local`). Answers asked one way are compared only
-/// with references asked the same way.
+/// How a prompt reached the model, as messages name it (see [`hspi_datasets::AskedAs`]): answers
+/// asked one way are compared only with references asked the same way.
 pub fn asked_as(target: &str) -> &'static str {
-    let url = target.split(['#', '?']).next().unwrap_or(target);
-    let path = url.trim_end_matches('/');
-    if path.ends_with("/chat/completions") {
-        "chat template"
-    } else if path.starts_with("http://") || path.starts_with("https://") {
-        "raw prompt"
-    } else {
-        "local"
-    }
+    hspi_datasets::AskedAs::of(target).name()
 }
 
 impl ReferenceIndex {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use hspi_datasets::{
-    Logprob, NumericFormat, Outputs, Platform, ProbeInput, Record, TokenStep, TopEntry,
+    AskedAs, Logprob, NumericFormat, Outputs, Platform, ProbeInput, Record, TokenStep, TopEntry,
 };
 
 use crate::backend::candle_cpu::{GgufAllPositions, ServedLm};
@@ -265,8 +265,7 @@ impl ForcedReferences {
     /// The context an answer is scored on: the prompt's tokens then the provider's, and how many
     /// of them are the prompt's.
     pub fn context_ids(&self, input: &ProbeInput, answer: &Record) -> Result<(Vec<u32>, usize)> {
-        let url = answer.target.split('#').next().unwrap_or(&answer.target);
-        let chat = url.trim_end_matches('/').ends_with("/chat/completions");
+        let chat = AskedAs::of(&answer.target) == AskedAs::ChatTemplate;
         let mut ids = self.prompt_ids(input, chat)?;
         let prompt = ids.len();
         ids.extend(self.answer_ids(answer)?);

@@ -1,6 +1,7 @@
 //! The hspi vocabulary — platforms, probes, records, EQCs, provenance — and the dataset store.
 //! Depends on no other workspace crate.
 
+mod asked_as;
 pub mod diff;
 pub mod eqc;
 pub mod error;
@@ -15,6 +16,7 @@ mod short_id;
 pub mod store;
 pub mod ulp;
 
+pub use asked_as::AskedAs;
 pub use eqc::Eqc;
 pub use error::DatasetError;
 pub use manifest::{Manifest, ModelInfo, ProbeSetInfo, Session, SCHEMA_VERSION};

@@ -4,7 +4,8 @@
 //! about 8 reads of every weight, one pass about one). The layers are candle's quantized llama
 //! (`candle_transformers::models::quantized_llama`), kept here because that model returns the
 //! last position only. Other formats are made by requantising the file's matrices in memory, as
-//! [`super::QuantizedLm`] does.
+//! [`super::QuantizedLm`] does, and the quantised ones kept in a file the caller names, so the
+//! next load reads them instead.
 
 use std::collections::HashMap;
 use std::path::Path;

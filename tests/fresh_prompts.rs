@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use common::llama;
 use common::router::{prompt_of, Router};
 use hspi_collect::session::ForcedSession;
+use hspi_collect::teacher_forced::ForcedEngines;
 use hspi_datasets::{Dataset, NumericFormat, OpenMode};
 
 /// llama.cpp's formats: the claim F16 and what a provider would sell in its place.
@@ -59,10 +60,13 @@ fn answers_with_references(base: &str, seed: u64, out: &Path) -> (PathBuf, PathB
         hspi_collect::Model::load(hspi_collect::ModelId::SmolLm2, Some(&llama::smollm2_gguf()))
             .unwrap()
             .info();
+    let engines = ForcedEngines {
+        weights: llama::smollm2_gguf(),
+        formats: formats(),
+        servers: Vec::new(),
+    };
     let mut forced = ForcedSession::open(
-        &llama::smollm2_gguf(),
-        &formats(),
-        Vec::new(),
+        engines,
         info,
         &probes,
         &refs,

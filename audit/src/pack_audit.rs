@@ -8,7 +8,7 @@ use hspi_classify::dimension_verdict::DimensionStatus;
 use hspi_classify::verify::{Verdict, VerifyParams};
 use hspi_classify::{PlatformModel, ReferenceIndex};
 use hspi_collect::session::{EndpointOptions, EndpointSession, ForcedSession};
-use hspi_collect::teacher_forced::ServerReference;
+use hspi_collect::teacher_forced::{ForcedEngines, ServerReference};
 use hspi_datasets::{Dimension, ModelInfo, NumericFormat, OpenMode, Platform, PlatformPattern};
 use hspi_pack::{draw, fresh_seed, Pack, PackError, PromptTokens};
 use hspi_reports::contract::PackDraw;
@@ -196,10 +196,13 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
                 .iter()
                 .map(|s| ServerReference::parse(s))
                 .collect::<Result<Vec<_>, _>>()?;
-            let forced = ForcedSession::open(
-                fresh.weights,
-                &formats,
+            let engines = ForcedEngines {
+                weights: fresh.weights.to_path_buf(),
+                formats,
                 servers,
+            };
+            let forced = ForcedSession::open(
+                engines,
                 info.clone(),
                 &probes,
                 &out.join(FRESH_REFERENCES),

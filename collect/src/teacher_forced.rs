@@ -71,6 +71,14 @@ pub struct ForcedCost {
     pub positions: usize,
 }
 
+/// What computes an audit's references: the model's weights at `formats` (every one hspi
+/// computes for the model when empty), and the reference servers the user names.
+pub struct ForcedEngines {
+    pub weights: std::path::PathBuf,
+    pub formats: Vec<NumericFormat>,
+    pub servers: Vec<ServerReference>,
+}
+
 /// hspi's own engines for a model's weights, one per format, scoring answers on their tokens.
 pub struct ForcedReferences {
     codec: Codec,

@@ -6,13 +6,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use hspi_datasets::{
-    manifest::unix_now, DatasetWriter, Manifest, ModelInfo, NumericFormat, OpenMode, Platform,
-    ProbeInput, ProbeSet, Record, SCHEMA_VERSION,
+    manifest::unix_now, DatasetWriter, Manifest, ModelInfo, OpenMode, Platform, ProbeInput,
+    ProbeSet, Record, SCHEMA_VERSION,
 };
 
 use super::{new_session, probe_set_info};
 use crate::error::{CollectError, Result};
-use crate::teacher_forced::{ForcedCost, ForcedReferences, ServerReference};
+use crate::teacher_forced::{ForcedCost, ForcedEngines, ForcedReferences};
 
 /// hspi's engines: loading on a thread of their own while the endpoint answers the first prompt,
 /// then ready (or gone, once their loading failed and said why).
@@ -53,30 +53,29 @@ pub struct ForcedSession {
 }
 
 impl ForcedSession {
-    /// hspi's engines for `weights` at `formats` (every one it computes when empty) and the
-    /// reference `servers` the user names, and a dataset at `out` for their answers to `probes`.
+    /// The `engines` (hspi's for the weights' formats, and the reference servers the user names),
+    /// and a dataset at `out` for their answers to `probes`.
     /// `model` is the identity the weights were checked against (it names the dataset's model;
     /// its sha256 keys the requantised formats kept in the cache). The formats and servers are
     /// checked here; the engines load in the background (seconds) while the endpoint answers,
     /// and the first answer's references wait for them.
-    #[allow(clippy::too_many_arguments)]
     pub fn open(
-        weights: &Path,
-        formats: &[NumericFormat],
-        servers: Vec<ServerReference>,
+        engines: ForcedEngines,
         model: ModelInfo,
         probes: &ProbeSet,
         out: &Path,
         mode: OpenMode,
         command: &str,
     ) -> Result<ForcedSession> {
-        let (_, platforms) = ForcedReferences::plan(weights, formats, &servers)?;
-        let (weights, formats, sha) = (
-            weights.to_path_buf(),
-            formats.to_vec(),
-            model.weights_sha256.clone(),
-        );
+        let (_, platforms) =
+            ForcedReferences::plan(&engines.weights, &engines.formats, &engines.servers)?;
+        let sha = model.weights_sha256.clone();
         let engines = Engines::Loading(std::thread::spawn(move || {
+            let ForcedEngines {
+                weights,
+                formats,
+                servers,
+            } = engines;
             ForcedReferences::open(&weights, &formats, servers, Some(&sha))
         }));
         let manifest = Manifest {

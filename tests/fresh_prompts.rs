@@ -238,7 +238,7 @@ fn fresh_prompts_catch_what_the_public_pool_cannot_and_sampled_answers_are_weigh
     // as a reference server, reproduces an honest F16 provider bit for bit on every answer; a
     // Q8_0 provider sold as F16 is still a format mismatch.
     let reference = llama::start("avx2", "F16");
-    let platform = format!("{}=cpu-avx2/llamacpp-11434/f16/bs1", reference.url);
+    let platform = format!("{}={}", reference.url, llama::build("avx2").platform("F16"));
     let with_server = |base: &str, out: &str| {
         let w = llama::smollm2_gguf();
         common::pack_audit(

@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::substitutes::{write, Surgery};
-use hspi_collect::llama::{LlamaBuild, LlamaServer};
+use hspi_collect::llama::LlamaServer;
 
 const F16: &str = "*/*/f16/*";
 
@@ -76,9 +76,7 @@ fn pool_answers(base: &str, out: &Path) -> PathBuf {
 }
 
 fn llama_server(gguf: &Path) -> LlamaServer {
-    let bin = common::llama::server_bin("avx2");
-    let build = LlamaBuild::at(bin.parent().unwrap()).unwrap();
-    LlamaServer::start(&build, gguf, "smollm2").unwrap()
+    LlamaServer::start(&common::llama::build("avx2"), gguf, "smollm2").unwrap()
 }
 
 #[test]

@@ -13,9 +13,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::llama::{gguf, server_bin, start, LlamaServer};
+use common::llama::{gguf, start, LlamaServer};
 use common::*;
-use hspi_collect::llama::LlamaBuild;
 
 const CLAIM: &str = "*/llamacpp/f16/*";
 
@@ -137,7 +136,7 @@ fn three_providers_watched_over_thirty_rounds() {
 
     // C restarted at Q4_0 behind the same URL.
     drop(c);
-    let build = LlamaBuild::at(server_bin("avx2").parent().unwrap()).unwrap();
+    let build = common::llama::build("avx2");
     let started = Instant::now();
     let _c = loop {
         match LlamaServer::start_on(&build, &gguf("Q4_0"), "smollm2", c_port) {

@@ -73,11 +73,7 @@ pub fn run(t: &Path) -> serde_json::Value {
     // The provider's engine at hand: a second F16 llama-server as a reference server, an honest
     // F16 provider reproduced bit for bit.
     let reference = llama::start("avx2", "F16");
-    let server = format!(
-        "{}=cpu-avx2/llamacpp-{}/f16/bs1",
-        reference.url,
-        llama::VERSION.split('.').next().unwrap()
-    );
+    let server = format!("{}={}", reference.url, llama::build("avx2").platform("F16"));
     let mut exact = Vec::new();
     for seed in 1..=3 {
         let out = t.join(format!("fresh-exact-{seed}"));

@@ -88,15 +88,15 @@ pub struct ForcedReferences {
 
 impl ForcedReferences {
     /// The platforms [`Self::open`] would compute for `weights` at `formats` (every one candle
-    /// computes for this model when empty), and the weights' file: checked without loading them
+    /// computes for this model when empty), checked without loading the weights
     /// (a format hspi does not compute, llama.cpp's formats from a checkpoint directory).
     /// Then each reference server's platform (each answered once, and named by no other).
     pub fn plan(
         weights: &Path,
         formats: &[NumericFormat],
         servers: &[ServerReference],
-    ) -> Result<(std::path::PathBuf, Vec<Platform>)> {
-        let (path, mut platforms) = Self::formats(weights, formats)?;
+    ) -> Result<Vec<Platform>> {
+        let (_, mut platforms) = Self::formats(weights, formats)?;
         for s in servers {
             if platforms.contains(s.platform()) {
                 return Err(CollectError::BadRequest(format!(
@@ -107,7 +107,7 @@ impl ForcedReferences {
             s.check()?;
             platforms.push(s.platform().clone());
         }
-        Ok((path, platforms))
+        Ok(platforms)
     }
 
     /// The weights' file and the platforms of `formats` hspi computes itself.

@@ -51,13 +51,16 @@ pub fn gguf(quant: &str) -> PathBuf {
     p
 }
 
+/// The `variant` build (`.ci/build-llama`): it starts servers and names their platforms.
+pub fn build(variant: &str) -> LlamaBuild {
+    LlamaBuild::at(server_bin(variant).parent().unwrap()).unwrap()
+}
+
 /// llama-server of the `variant` build serving SmolLM2 at `quant`, as hspi's pack builder starts
 /// it (four slots: sequential requests answer exactly as with one, concurrent ones are batched
 /// together and answer with other bits); stopped when dropped.
 pub fn start(variant: &str, quant: &str) -> LlamaServer {
-    let bin = server_bin(variant);
-    let build = LlamaBuild::at(bin.parent().unwrap()).unwrap();
-    LlamaServer::start(&build, &gguf(quant), "smollm2")
+    LlamaServer::start(&build(variant), &gguf(quant), "smollm2")
         .unwrap_or_else(|e| panic!("llama-server ({quant}) did not start: {e}"))
 }
 

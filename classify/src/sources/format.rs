@@ -53,7 +53,6 @@ fn shown_format_scores(answer: &Answer, cx: &Context) -> Option<Vec<f64>> {
         }
         (View::Logits(_), _) => 0.0,
     };
-    let views = answer.references_shown(answer.shown);
-    let scores = formats.score(&values, &views, FORMAT_CAP, 2.0 * rounding)?;
+    let scores = formats.score(&values, answer.compared(), FORMAT_CAP, 2.0 * rounding)?;
     Some(formats.class_scores(&scores, &cx.model.classes))
 }

@@ -44,14 +44,24 @@ pub struct Answer<'r> {
     pub shown: Presentation,
     /// The references' answers to this probe, in the spec's order, as they were collected.
     pub references: Vec<Option<View>>,
+    /// The same rounded as the answer is, where it is (see [`Answer::compared`]).
+    rounded: Option<Vec<Option<View>>>,
 }
 
 impl<'r> Answer<'r> {
     pub fn new(record: &'r Record, shown: Presentation, cx: &Context) -> Answer<'r> {
+        let references = cx.refs.views(&record.probe_id, &cx.model.spec.references);
+        let rounded = matches!(shown, Presentation::Rounded(_)).then(|| {
+            references
+                .iter()
+                .map(|v| v.as_ref().map(|v| v.shown(shown)))
+                .collect()
+        });
         Answer {
             record,
             shown,
-            references: cx.refs.views(&record.probe_id, &cx.model.spec.references),
+            references,
+            rounded,
         }
     }
 
@@ -60,12 +70,11 @@ impl<'r> Answer<'r> {
         View::of(&self.record.outputs).shown(self.shown)
     }
 
-    /// The references' answers shown as `shown` (as the endpoint shows its own, to compare).
-    pub fn references_shown(&self, shown: Presentation) -> Vec<Option<View>> {
-        self.references
-            .iter()
-            .map(|v| v.as_ref().map(|v| v.shown(shown)))
-            .collect()
+    /// The references as this answer is compared with them: rounded as its values are, else as
+    /// collected (exact values; a text is measured against their exact logprobs). Made once per
+    /// answer, for every source that compares.
+    pub fn compared(&self) -> &[Option<View>] {
+        self.rounded.as_deref().unwrap_or(&self.references)
     }
 
     /// Whether the answer shows values (exact or rounded), not text alone.

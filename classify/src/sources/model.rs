@@ -2,8 +2,6 @@
 //! reference of the claimed model, its values against the references' shown the same way, or
 //! its text against their tokens. It weighs every answer, reproduced or not.
 
-use hspi_datasets::Presentation;
-
 use super::{Answer, Context, EvidenceSource, Weighing};
 use crate::features::View;
 use crate::model_evidence::distance;
@@ -16,14 +14,7 @@ impl EvidenceSource for ModelLikelihood {
     }
 
     fn weigh(&mut self, answer: &Answer, _cx: &Context) -> Weighing {
-        // A text is measured against the references' exact logprobs of its tokens.
-        let theirs = if answer.shows_values() {
-            answer.shown
-        } else {
-            Presentation::Exact
-        };
-        let views = answer.references_shown(theirs);
-        let refs: Vec<&View> = views.iter().flatten().collect();
+        let refs: Vec<&View> = answer.compared().iter().flatten().collect();
         Weighing::Model(distance(&answer.view(), &refs))
     }
 }

@@ -409,7 +409,7 @@ impl<'a> Verifier<'a> {
         let (Some(formats), Some(shapes)) = (&self.formats, &mut self.shapes) else {
             return;
         };
-        let views = answer.references_shown(answer.shown);
+        let views = answer.compared();
         let by_format: Vec<Option<&View>> = formats
             .reference_indices()
             .map(|i| views.get(i).and_then(Option::as_ref))

@@ -67,7 +67,7 @@ impl ForcedSession {
         mode: OpenMode,
         command: &str,
     ) -> Result<ForcedSession> {
-        let (_, platforms) =
+        let platforms =
             ForcedReferences::plan(&engines.weights, &engines.formats, &engines.servers)?;
         let sha = model.weights_sha256.clone();
         let engines = Engines::Loading(std::thread::spawn(move || {

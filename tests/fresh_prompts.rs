@@ -7,18 +7,26 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::fresh::{replayed, verdicts};
 use common::llama;
 use common::router::{prompt_of, Router};
-use hspi_collect::session::ForcedSession;
-use hspi_collect::teacher_forced::ForcedEngines;
-use hspi_datasets::{Dataset, NumericFormat, OpenMode};
+use hspi_datasets::NumericFormat;
 
 /// llama.cpp's formats: the claim F16 and what a provider would sell in its place.
 const FORMATS: &str = "f32,f16,q8_0,q4_0";
 /// Answers collected per provider for the replayed audits.
 const ANSWERS: usize = 32;
+
+/// [`common::fresh::answers_with_references`] at llama.cpp's formats.
+fn answers_with_references(
+    base: &str,
+    seed: u64,
+    out: &Path,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    common::fresh::answers_with_references(base, seed, ANSWERS, &formats(), out)
+}
 const F16: &str = "*/*/f16/*";
 
 fn formats() -> Vec<NumericFormat> {
@@ -33,82 +41,6 @@ fn sampling(upstream: &str) -> Router {
         request["seed"] = (1000 + n).into();
         upstream.clone()
     }))
-}
-
-/// `hspi collect` of `base`'s answers to fresh prompts (seed `seed`) into `out/answers`, and
-/// hspi's references on their tokens into `out/references`.
-fn answers_with_references(base: &str, seed: u64, out: &Path) -> (PathBuf, PathBuf) {
-    let probes = hspi_probe::fresh_prompts(seed, ANSWERS, 8, 5);
-    let file = out.join("fresh.json");
-    std::fs::create_dir_all(out).unwrap();
-    hspi_probe::write_probe_set(&file, &probes).unwrap();
-    let answers = out.join("answers");
-    let url = format!("{base}/v1/chat/completions");
-    common::ok(&[
-        "collect",
-        "--endpoint",
-        &url,
-        "--model",
-        "smollm2",
-        "--probes",
-        file.to_str().unwrap(),
-        "--out",
-        answers.to_str().unwrap(),
-    ]);
-    let refs = out.join("references");
-    let info =
-        hspi_collect::Model::load(hspi_collect::ModelId::SmolLm2, Some(&llama::smollm2_gguf()))
-            .unwrap()
-            .info();
-    let engines = ForcedEngines {
-        weights: llama::smollm2_gguf(),
-        formats: formats(),
-        servers: Vec::new(),
-    };
-    let mut forced = ForcedSession::open(
-        engines,
-        info,
-        &probes,
-        &refs,
-        OpenMode::Create,
-        "tests/fresh_prompts.rs",
-    )
-    .unwrap();
-    for r in Dataset::open(&answers).unwrap().records().unwrap() {
-        forced.references(&r).unwrap();
-    }
-    forced.finish().unwrap();
-    (answers, refs)
-}
-
-/// 200 audits over the answers in random orders, each stopping at `max_tokens` output tokens.
-fn replayed(answers: &Path, refs: &Path, claim: &str, max_tokens: u64) -> serde_json::Value {
-    let tokens = max_tokens.to_string();
-    let r = common::ok(&[
-        "verify",
-        answers.to_str().unwrap(),
-        "--references",
-        refs.to_str().unwrap(),
-        "--claim",
-        claim,
-        "--audits",
-        "200",
-        "--max-tokens-total",
-        &tokens,
-        "--json",
-    ]);
-    serde_json::from_str(&r.stdout).unwrap()
-}
-
-fn verdicts(tally: &serde_json::Value, name: &str) -> u64 {
-    eprintln!(
-        "{}: {} (mean {:.0} output tokens, at most {})",
-        tally["claim"],
-        tally["verdicts"],
-        tally["mean_output_tokens"].as_f64().unwrap_or(0.0),
-        tally["max_output_tokens"]
-    );
-    tally["verdicts"][name].as_u64().unwrap_or(0)
 }
 
 /// `hspi audit --weights` of `base` with fresh prompts: exit code, JSON report, stderr.

@@ -59,6 +59,11 @@ fn each_llama_cpp_format_is_its_own_class_and_collection_repeats_bit_for_bit() {
     let mut dirs = Vec::new();
     for quant in ["F32", "F16", "Q8_0", "Q4_0"] {
         let server = start("avx2", quant);
+        if quant == "F32" {
+            // Every shape llama-server speaks takes a fresh audit's seed (above 2^63).
+            let sent = shapes::every_shape_answers(&server.url, "smollm2", "llama-server");
+            assert_eq!(sent, ["chat", "completions"]);
+        }
         let label = format!(
             "{isa}/llamacpp-{}/{}/bs1",
             VERSION.split('.').next().unwrap(),

@@ -24,6 +24,9 @@ fn audit(pack: &Path, base: &str, claim: &str, out: &Path) -> (i32, serde_json::
 fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_reference() {
     let tmp = tempfile::tempdir().unwrap();
     let f32 = Vllm::start("float32");
+    // Every shape vLLM speaks takes a fresh audit's seed (above 2^63) and answers with logprobs.
+    let sent = shapes::every_shape_answers(&f32.url, "smollm2", "vllm");
+    assert_eq!(sent, ["chat", "completions"], "{}", f32.log_tail());
 
     // Collected as any OpenAI-compatible endpoint: 20 unseen prompts of the Xeon grid.
     let probes = atlas("llama-xeon-avx512").join("avx2-f16-unseen/probes.json");

@@ -45,17 +45,30 @@ fn text(r: &Record) -> &str {
 }
 
 /// Transport failures: every failed attempt by cause, and probes given up on, out of
-/// `attempts` requests that brought `answered` answers.
+/// `attempts` requests that brought `answered` answers; `down`, why the audit stopped where the
+/// endpoint went down.
 pub fn transport(
     failures: &TransportFailures,
     attempts: u64,
     unanswered: &[(String, String)],
     answered: usize,
+    down: Option<&str>,
 ) -> ContractCheck {
     let evidence = unanswered
         .iter()
         .map(|(p, why)| format!("probe {} unanswered: {why}", short_id(p)))
         .collect();
+    if let Some(why) = down {
+        return check(
+            "transport",
+            CheckStatus::Fail,
+            format!(
+                "{why} ({} of {attempts} requests failed: {failures})",
+                failures.total()
+            ),
+            evidence,
+        );
+    }
     if failures.total() == 0 && unanswered.is_empty() {
         return check(
             "transport",

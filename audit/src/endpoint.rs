@@ -189,6 +189,7 @@ pub fn audit_endpoint(
         v.spent.requests,
         &v.unanswered,
         v.records.len(),
+        v.report.endpoint_down.as_deref(),
     );
     session.finish()?;
     let report = audit_report(s, v, &out).with_contract(vec![transport], None);

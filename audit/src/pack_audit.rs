@@ -230,11 +230,17 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
         setup.references.add(r);
     }
 
-    let repeat = v.records.first().map(|first| Repeat {
-        first: first.clone(),
-        again: session.ask_again(&first.probe_id),
-        bitwise: claimed_repeat_bitwise(pack, &setup.claim),
-    });
+    // An endpoint that went down is not asked again (its retries would cost seconds each).
+    let down = v.report.endpoint_down.clone();
+    let repeat = v
+        .records
+        .first()
+        .filter(|_| down.is_none())
+        .map(|first| Repeat {
+            first: first.clone(),
+            again: session.ask_again(&first.probe_id),
+            bitwise: claimed_repeat_bitwise(pack, &setup.claim),
+        });
     v.spent.requests = session.budget.spent().requests;
     if let Some(r) = &repeat {
         sampled_texts_name_no_model(&mut v, r);
@@ -255,6 +261,7 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
             v.spent.requests,
             &v.unanswered,
             v.records.len(),
+            down.as_deref(),
         ),
     ];
     for c in &contract {

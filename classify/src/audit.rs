@@ -42,12 +42,34 @@ impl std::fmt::Display for Unanswered {
 
 impl std::error::Error for Unanswered {}
 
+/// Prompts in a row left unanswered after every retry at which an audit stops: the endpoint
+/// went down. One such prompt is a flaky transport, skipped; three in a row (about 20 s of
+/// retries against a refused connection) is an endpoint that stopped answering, and asking
+/// every remaining prompt six times would cost minutes for nothing.
+pub const DOWN_AFTER: usize = 3;
+
 /// The verdict and every answer it weighed, in the order they were asked.
 pub struct AuditOutcome {
     pub report: VerifyReport,
     pub records: Vec<Record>,
     /// Probes skipped for transport failures, with why.
     pub unanswered: Vec<(String, String)>,
+}
+
+impl AuditOutcome {
+    /// Whether the audit stopped because the endpoint went down.
+    pub fn endpoint_down(&self) -> bool {
+        self.report.endpoint_down.is_some()
+    }
+}
+
+/// Why the audit stopped early: the last [`DOWN_AFTER`] prompts went unanswered.
+fn went_down(unanswered: &[(String, String)], answered: usize) -> String {
+    let last = unanswered.last().map_or("", |(_, why)| why.as_str());
+    format!(
+        "the endpoint went down: {DOWN_AFTER} prompts in a row went unanswered after every retry (last: {last}); the audit stopped after {answered} answer{}, kept with the verdict they support",
+        if answered == 1 { "" } else { "s" }
+    )
 }
 
 /// Ask `source` probe by probe until the verifier decides or its budget (queries, output tokens)
@@ -69,6 +91,7 @@ pub fn run_audit(
     };
     let mut records = Vec::new();
     let mut unanswered = Vec::new();
+    let (mut in_a_row, mut down) = (0, None);
     let mut next = 0;
     while next < order.len() {
         let id = order[next].clone();
@@ -81,10 +104,16 @@ pub fn run_audit(
             Ok(r) => r,
             Err(e) if e.is::<Unanswered>() => {
                 unanswered.push((id, e.to_string()));
+                in_a_row += 1;
+                if in_a_row >= DOWN_AFTER {
+                    down = Some(went_down(&unanswered, records.len()));
+                    break;
+                }
                 continue;
             }
             Err(e) => return Err(ClassifyError::Source(e)),
         };
+        in_a_row = 0;
         let shown = verifier.presentation();
         let references = source.references(&record).map_err(ClassifyError::Source)?;
         verifier.add_references(&references);
@@ -99,8 +128,12 @@ pub fn run_audit(
         on_answer(&record, &verifier).map_err(ClassifyError::Source)?;
         records.push(record);
     }
+    let mut report = verifier.finish();
+    if let Some(why) = down {
+        report.went_down(why);
+    }
     Ok(AuditOutcome {
-        report: verifier.finish(),
+        report,
         records,
         unanswered,
     })
@@ -215,6 +248,8 @@ mod tests {
         fail_at: Option<usize>,
         /// Every n-th request goes unanswered (a flaky transport).
         flaky_every: Option<usize>,
+        /// Every request after the n-th goes unanswered (the endpoint went down).
+        down_after: Option<usize>,
     }
 
     impl Mock {
@@ -233,6 +268,7 @@ mod tests {
                 asked: 0,
                 fail_at: None,
                 flaky_every: None,
+                down_after: None,
             }
         }
     }
@@ -254,6 +290,11 @@ mod tests {
                 .is_some_and(|n| self.asked.is_multiple_of(n))
             {
                 return Err(Box::new(Unanswered("HTTP 503 after 6 attempts".into())));
+            }
+            if self.down_after.is_some_and(|n| self.asked > n) {
+                return Err(Box::new(Unanswered(
+                    "cannot connect (connection refused)".into(),
+                )));
             }
             Ok(self
                 .answers
@@ -356,6 +397,28 @@ mod tests {
             assert!(!o.unanswered.is_empty(), "{format}");
             assert!(o.unanswered[0].1.contains("503"));
         }
+    }
+
+    #[test]
+    fn an_endpoint_that_goes_down_stops_the_audit_after_three_unanswered_prompts() {
+        let mut provider = Mock::serving("bf16");
+        provider.down_after = Some(1);
+        let o = audit("*/candle/f32/*", &mut provider, VerifyParams::default()).unwrap();
+        assert_eq!(o.records.len(), 1, "the answer before it went down is kept");
+        assert_eq!(provider.asked, 1 + DOWN_AFTER, "no prompt asked after");
+        assert_eq!(o.unanswered.len(), DOWN_AFTER);
+        assert!(o.endpoint_down());
+        assert_eq!(o.report.exit_code(), crate::verify::ENDPOINT_DOWN_EXIT);
+        let Verdict::Inconclusive { reason } = &o.report.verdict else {
+            panic!("{:?}", o.report.verdict)
+        };
+        assert!(reason.starts_with("the endpoint went down"), "{reason}");
+        assert!(reason.contains("connection refused"), "{reason}");
+        // A flaky endpoint (every other prompt unanswered) is never taken for one gone down.
+        let mut flaky = Mock::serving("bf16");
+        flaky.flaky_every = Some(2);
+        let o = audit("*/candle/f32/*", &mut flaky, VerifyParams::default()).unwrap();
+        assert!(!o.endpoint_down());
     }
 
     #[test]

@@ -63,7 +63,8 @@ pub enum Command {
   hspi verify --endpoint http://127.0.0.1:8080/v1/chat/completions --model smollm2 \\
     --probes prompts.json --out answers --classifier model.json --references refs/* --claim '*/*/f16/*'")]
     Verify(Box<verify::Args>),
-    /// Verify a claim against an endpoint, identify what it serves, and write the report.
+    /// Verify a claim against an endpoint, identify what it serves, and write the report
+    /// (exit codes as verify, and 5 where the endpoint went down mid-audit).
     #[command(after_help = "Examples:
   hspi audit --endpoint https://api.example/v1/chat/completions --model SmolLM2-135M-Instruct \\
     --api-key-env EXAMPLE_KEY --claim '*/*/bf16/*' --out audit-1

@@ -429,7 +429,9 @@ fn verify_summary(v: &VerifyReport) -> Summary {
         ),
         Verdict::Inconclusive { reason } => (
             format!("The evidence did not suffice for a verdict: {reason}."),
-            if v.dimensions.iter().any(|d| d.unseen) {
+            if v.endpoint_down.is_some() {
+                "Check that the endpoint answers again (its URL, its key, the provider's status page), then audit again; the answers received are kept with this report.".to_string()
+            } else if v.dimensions.iter().any(|d| d.unseen) {
                 "Ask the provider which format or quantisation scheme serves the model, add a reference for it to the pack (hspi pack build --reference-endpoint) and audit again; a larger budget will not decide it.".to_string()
             } else {
                 "Audit again with a larger budget (--max-queries, --max-tokens-total).".to_string()

@@ -1,10 +1,12 @@
 #![allow(dead_code)]
 
 pub mod fake;
+pub mod fresh;
 pub mod llama;
 pub mod proxy;
 pub mod router;
 pub mod serve;
+pub mod shapes;
 pub mod substitutes;
 pub mod torch_host;
 pub mod vllm;

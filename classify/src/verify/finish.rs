@@ -184,6 +184,7 @@ impl Verifier<'_> {
                 .map(|_| (self.format_accuse(), accept)),
             queries: self.evidence.len(),
             output_tokens: self.tokens,
+            endpoint_down: None,
             evidence: self.evidence,
         }
     }

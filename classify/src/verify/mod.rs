@@ -19,7 +19,7 @@ use hspi_datasets::top_label;
 use hspi_datasets::{Dimension, PlatformPattern, Presentation, Record};
 
 pub use params::VerifyParams;
-pub use report::{QueryEvidence, Verdict, VerifyReport};
+pub use report::{QueryEvidence, Verdict, VerifyReport, ENDPOINT_DOWN_EXIT};
 
 use crate::dimension_verdict::{llr_between, on_claim};
 use crate::error::ClassifyError;

@@ -102,17 +102,44 @@ pub struct VerifyReport {
     /// fp16", "text only (no logprobs)"): the references were shown the same way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presentation: Option<String>,
+    /// Why the audit stopped before the evidence sufficed, where the endpoint went down (prompts
+    /// in a row unanswered after every retry): the verdict stands on the answers received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_down: Option<String>,
     /// The verdict on each claimed dimension (reports written before it have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dimensions: Vec<DimensionVerdict>,
     pub evidence: Vec<QueryEvidence>,
 }
 
+/// The exit code of an audit whose endpoint went down before the evidence sufficed (no
+/// accusation stands): the answers received are kept, and nothing was decided about the claim.
+pub const ENDPOINT_DOWN_EXIT: u8 = 5;
+
 impl VerifyReport {
+    /// The endpoint went down (`why`) before the evidence sufficed: said in the verdict where it
+    /// is inconclusive, and in the exit code unless an accusation stands.
+    pub fn went_down(&mut self, why: String) {
+        if let Verdict::Inconclusive { reason } = &mut self.verdict {
+            *reason = format!("{why}; with those: {reason}");
+        }
+        self.endpoint_down = Some(why);
+    }
+
     /// The exit code of the worst of the overall verdict and the claimed dimensions (an
     /// accusation, 1, over unknown, 4, over inconclusive, 3, over consistent, 0), so a
     /// dimension found wrong or unknown shows even where the overall test stopped short of it.
+    /// An endpoint that went down before the evidence sufficed exits
+    /// [`ENDPOINT_DOWN_EXIT`] unless an accusation stands.
     pub fn exit_code(&self) -> u8 {
+        let worst = self.worst_exit_code();
+        if self.endpoint_down.is_some() && worst != 1 {
+            return ENDPOINT_DOWN_EXIT;
+        }
+        worst
+    }
+
+    fn worst_exit_code(&self) -> u8 {
         let severity = |code: u8| match code {
             0 => 0,
             3 => 1,
@@ -149,6 +176,7 @@ mod tests {
             queries: 8,
             output_tokens: 64,
             presentation: None,
+            endpoint_down: None,
             dimensions: statuses
                 .iter()
                 .map(|s| DimensionVerdict {
@@ -184,5 +212,26 @@ mod tests {
         assert_eq!(report(inconclusive(), &[Unknown, Mismatch]).exit_code(), 1);
         assert_eq!(report(Verdict::Consistent, &[Inconclusive]).exit_code(), 3);
         assert_eq!(report(inconclusive(), &[]).exit_code(), 3);
+    }
+
+    #[test]
+    fn an_endpoint_that_went_down_exits_apart_unless_an_accusation_stands() {
+        use DimensionStatus::*;
+        let inconclusive = || Verdict::Inconclusive {
+            reason: "budget".into(),
+        };
+        let mut down = report(inconclusive(), &[Inconclusive]);
+        down.went_down("the endpoint went down".into());
+        assert_eq!(down.exit_code(), ENDPOINT_DOWN_EXIT);
+        let Verdict::Inconclusive { reason } = &down.verdict else {
+            panic!("{:?}", down.verdict)
+        };
+        assert!(reason.starts_with("the endpoint went down; with those: budget"));
+        let mut unknown = report(inconclusive(), &[Unknown]);
+        unknown.went_down("down".into());
+        assert_eq!(unknown.exit_code(), ENDPOINT_DOWN_EXIT);
+        let mut accused = report(inconclusive(), &[Mismatch]);
+        accused.went_down("down".into());
+        assert_eq!(accused.exit_code(), 1);
     }
 }

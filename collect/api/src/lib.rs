@@ -15,7 +15,7 @@ pub use envelope::Parsed;
 pub use error::ApiError;
 pub use openai_chat::OpenAiChat;
 pub use openai_completions::OpenAiCompletions;
-pub use request::RequestOptions;
+pub use request::{wire_seed, RequestOptions, MAX_WIRE_SEED};
 pub use sglang_generate::SglangGenerate;
 
 use hspi_datasets::GenerationParams;
@@ -26,6 +26,9 @@ pub trait ApiShape: Sync + Send {
     fn name(&self) -> &'static str;
     /// The URL path it is served at, e.g. `/chat/completions`.
     fn url_suffix(&self) -> &'static str;
+    /// The servers that speak it (`llama-server`, `vllm`, `sglang`): the live tests send its
+    /// requests to each of these hspi can start.
+    fn served_by(&self) -> &'static [&'static str];
     /// The request body for one prompt, generation pinned (temperature and seed from the probe).
     fn body(
         &self,

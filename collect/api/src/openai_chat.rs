@@ -17,6 +17,9 @@ impl ApiShape for OpenAiChat {
     fn url_suffix(&self) -> &'static str {
         "/chat/completions"
     }
+    fn served_by(&self) -> &'static [&'static str] {
+        &["llama-server", "vllm", "sglang"]
+    }
     fn body(&self, model: &str, prompt: &str, p: &GenerationParams, o: &RequestOptions) -> String {
         let mut v = json!({
             "model": model,

@@ -18,6 +18,9 @@ impl ApiShape for OpenAiCompletions {
     fn url_suffix(&self) -> &'static str {
         "/completions"
     }
+    fn served_by(&self) -> &'static [&'static str] {
+        &["llama-server", "vllm", "sglang"]
+    }
     fn body(&self, model: &str, prompt: &str, p: &GenerationParams, o: &RequestOptions) -> String {
         let v = json!({
             "model": model,

@@ -52,13 +52,16 @@ impl ApiShape for SglangGenerate {
     fn url_suffix(&self) -> &'static str {
         "/generate"
     }
+    fn served_by(&self) -> &'static [&'static str] {
+        &["sglang"]
+    }
     fn body(&self, _model: &str, prompt: &str, p: &GenerationParams, _: &RequestOptions) -> String {
         let mut sampling = json!({
             "max_new_tokens": p.max_tokens,
             "temperature": p.temperature,
         });
         if let Some(seed) = p.seed {
-            sampling["sampling_seed"] = json!(seed);
+            sampling["sampling_seed"] = json!(crate::request::wire_seed(seed));
         }
         json!({
             "text": prompt,

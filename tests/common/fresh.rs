@@ -1,0 +1,96 @@
+//! Fresh-prompt audits replayed: answers of a live server to prompts made for one audit, hspi's
+//! references computed on their tokens (teacher forcing), and `hspi verify --references
+//! OUT/references --audits` over them.
+
+use std::path::{Path, PathBuf};
+
+use hspi_collect::session::ForcedSession;
+use hspi_collect::teacher_forced::ForcedEngines;
+use hspi_datasets::{Dataset, NumericFormat, OpenMode};
+
+use super::llama;
+
+/// `hspi collect` of `base`'s chat answers to `count` fresh prompts (seed `seed`) into
+/// `out/answers`, and hspi's references at `formats` (every format hspi computes for SmolLM2
+/// when empty) on their tokens into `out/references`.
+pub fn answers_with_references(
+    base: &str,
+    seed: u64,
+    count: usize,
+    formats: &[NumericFormat],
+    out: &Path,
+) -> (PathBuf, PathBuf) {
+    let probes = hspi_probe::fresh_prompts(seed, count, 8, 5);
+    let file = out.join("fresh.json");
+    std::fs::create_dir_all(out).unwrap();
+    hspi_probe::write_probe_set(&file, &probes).unwrap();
+    let answers = out.join("answers");
+    let url = format!("{base}/v1/chat/completions");
+    super::ok(&[
+        "collect",
+        "--endpoint",
+        &url,
+        "--model",
+        "smollm2",
+        "--probes",
+        file.to_str().unwrap(),
+        "--out",
+        answers.to_str().unwrap(),
+    ]);
+    let refs = out.join("references");
+    let info =
+        hspi_collect::Model::load(hspi_collect::ModelId::SmolLm2, Some(&llama::smollm2_gguf()))
+            .unwrap()
+            .info();
+    let engines = ForcedEngines {
+        weights: llama::smollm2_gguf(),
+        formats: formats.to_vec(),
+        servers: Vec::new(),
+    };
+    let mut forced = ForcedSession::open(
+        engines,
+        info,
+        &probes,
+        &refs,
+        OpenMode::Create,
+        "tests/common/fresh.rs",
+    )
+    .unwrap();
+    for r in Dataset::open(&answers).unwrap().records().unwrap() {
+        forced.references(&r).unwrap();
+    }
+    forced.finish().unwrap();
+    (answers, refs)
+}
+
+/// 200 audits over the answers in random orders, each stopping at `max_tokens` output tokens.
+pub fn replayed(answers: &Path, refs: &Path, claim: &str, max_tokens: u64) -> serde_json::Value {
+    let tokens = max_tokens.to_string();
+    let r = super::ok(&[
+        "verify",
+        answers.to_str().unwrap(),
+        "--references",
+        refs.to_str().unwrap(),
+        "--claim",
+        claim,
+        "--audits",
+        "200",
+        "--max-tokens-total",
+        &tokens,
+        "--json",
+    ]);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+/// How many of a tally's audits ended in verdict `name` (printed with the tally).
+pub fn verdicts(tally: &serde_json::Value, name: &str) -> u64 {
+    eprintln!(
+        "{}: {} (mean {:.0} output tokens, at most {}); format {:?}",
+        tally["claim"],
+        tally["verdicts"],
+        tally["mean_output_tokens"].as_f64().unwrap_or(0.0),
+        tally["max_output_tokens"],
+        tally["nearest"]
+    );
+    tally["verdicts"][name].as_u64().unwrap_or(0)
+}

@@ -12,7 +12,6 @@ use hspi_datasets::{
 };
 
 use crate::backend::candle_cpu::{GgufAllPositions, ServedLm};
-use crate::backend::{Backend, CandleCpu};
 use crate::error::{CollectError, Result};
 pub use crate::forced_server::ServerReference;
 use crate::serve::codec::Codec;
@@ -118,7 +117,7 @@ impl ForcedReferences {
         // The path only: the weights' identity (a sha256 over them) is the caller's to check once.
         let path = crate::zoo::smollm2::weights_path(Some(weights))?;
         let model_id = ModelId::SmolLm2.name().to_string();
-        let platforms = CandleCpu.platforms(ModelId::SmolLm2)?;
+        let platforms = crate::backend::candle_cpu::forced_platforms(ModelId::SmolLm2);
         let wanted: Vec<Platform> = if formats.is_empty() {
             platforms
         } else {

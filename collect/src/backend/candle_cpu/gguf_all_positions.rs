@@ -3,9 +3,10 @@
 //! instead of once per generated token (decoding a 135M model is memory-bound: 8 positions cost
 //! about 8 reads of every weight, one pass about one). The layers are candle's quantized llama
 //! (`candle_transformers::models::quantized_llama`), kept here because that model returns the
-//! last position only. Other formats are made by requantising the file's matrices in memory, as
-//! [`super::QuantizedLm`] does, and the quantised ones kept in a file the caller names, so the
-//! next load reads them instead.
+//! last position only. Other formats are made by requantising the file's matrices in memory to
+//! the mix `llama-quantize` writes for that file type (`super::llama_file_type`: the output head
+//! and the token embeddings at its type, rows that fit no block at the fallback type), and the
+//! quantised ones kept in a file the caller names, so the next load reads them instead.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,7 +16,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 use hspi_datasets::NumericFormat;
 
-use super::gguf_lm::ggml_type;
+use super::llama_file_type::{self, ggml_type, tensor_type, Role};
 use crate::error::{CollectError, Result};
 use crate::zoo::smollm2::NATIVE;
 
@@ -65,29 +66,44 @@ const MATRICES: [&str; 7] = [
     "ffn_down",
 ];
 
+/// The formats this engine computes: candle's GGUF formats and the llama.cpp file types it
+/// requantises to as `llama-quantize` does (Q6_K, with ggml's own quantiser).
+pub fn formats() -> Vec<NumericFormat> {
+    let mut formats = super::gguf_lm::formats();
+    formats.push(NumericFormat::Gguf(hspi_datasets::GgufType::Q6K));
+    formats
+}
+
 /// Whether candle keeps matrices of this type as plain (dequantised) tensors.
 fn is_float(t: GgmlDType) -> bool {
     matches!(t, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16)
 }
 
-/// The requantised matrices kept in `kept`, when it holds every one of `sources` at `target` in
-/// the source's shape; None otherwise (absent, cut short, another format), and they are made
-/// again.
+/// One matrix to requantise: its name in the model, the source tensor it is made from, and the
+/// type the file type gives it.
+struct Requantised {
+    name: String,
+    from: String,
+    dtype: GgmlDType,
+}
+
+/// The requantised matrices kept in `kept`, when it holds every one of `matrices` at its type in
+/// the source's shape; None otherwise (absent, cut short, another format or mix), and they are
+/// made again.
 fn read_kept(
     kept: &Path,
     source: &gguf_file::Content,
-    sources: &[(String, String)],
-    target: GgmlDType,
+    matrices: &[Requantised],
 ) -> Option<HashMap<String, QTensor>> {
     let mut file = std::fs::File::open(kept).ok()?;
     let content = gguf_file::Content::read(&mut file).ok()?;
     let mut out = HashMap::new();
-    for (name, from) in sources {
+    for Requantised { name, from, dtype } in matrices {
         let (info, theirs) = (
             content.tensor_infos.get(name)?,
             source.tensor_infos.get(from)?,
         );
-        if info.ggml_dtype != target || info.shape.dims() != theirs.shape.dims() {
+        if info.ggml_dtype != *dtype || info.shape.dims() != theirs.shape.dims() {
             return None;
         }
         out.insert(
@@ -136,7 +152,7 @@ impl GgufAllPositions {
         };
         let target = ggml_type(format).ok_or_else(|| {
             bad(format!(
-                "candle cannot run this model at {format} (formats: f32 f16 q8_0 q4_0 q4_1 q5_0 q5_1)"
+                "candle cannot run this model at {format} (formats: f32 f16 q8_0 q6_k q4_0 q4_1 q5_0 q5_1)"
             ))
         })?;
         let dev = Device::Cpu;
@@ -175,34 +191,60 @@ impl GgufAllPositions {
                 .map_err(|e| bad(format!("{name}: {e}")))
         };
         // The matrices at `format`, by name (the output head as `output.weight`, tied to the
-        // embeddings where the file has none).
-        let output_name = if content.tensor_infos.contains_key("output.weight") {
-            "output.weight"
-        } else {
+        // embeddings where the file has none), each at the type llama-quantize gives it. A
+        // quantised file type requantises the embeddings too (the table the tokens are looked up
+        // in: the output head's where tied).
+        let tied = !content.tensor_infos.contains_key("output.weight");
+        let output_name = if tied {
             "token_embd.weight"
+        } else {
+            "output.weight"
         };
-        let sources: Vec<(String, String)> = (0..blocks)
-            .flat_map(|i| MATRICES.map(|m| format!("blk.{i}.{m}.weight")))
-            .map(|n| (n.clone(), n))
-            .chain([("output.weight".to_string(), output_name.to_string())])
-            .collect();
+        let requantised = |name: &str, from: &str, role: Role| -> Result<Requantised> {
+            let info = content
+                .tensor_infos
+                .get(from)
+                .ok_or_else(|| bad(format!("no {from} in the GGUF")))?;
+            let columns = info.shape.dims().last().copied().unwrap_or(0);
+            Ok(Requantised {
+                name: name.into(),
+                from: from.into(),
+                dtype: tensor_type(format, role, columns).unwrap_or(target),
+            })
+        };
+        let mut wanted: Vec<Requantised> = Vec::new();
+        for i in 0..blocks {
+            for m in MATRICES {
+                let name = format!("blk.{i}.{m}.weight");
+                wanted.push(requantised(&name, &name, Role::Block)?);
+            }
+        }
+        wanted.push(requantised("output.weight", output_name, Role::Output)?);
+        let requantise_embeddings = !is_float(target) && format != NATIVE && !tied;
+        if requantise_embeddings {
+            wanted.push(requantised(
+                "token_embd.weight",
+                "token_embd.weight",
+                Role::Embeddings,
+            )?);
+        }
         // Float formats are not kept: candle turns them back into f32 matrices on load, which
         // costs as much as requantising them (measured: F32 0.9 s either way, Q8_0 0.4 s kept
         // against 1.2 s requantised).
         let kept = kept.filter(|_| !is_float(target));
         let mut matrices: HashMap<String, QTensor> = if format == NATIVE {
             let mut m = HashMap::new();
-            for (name, source) in &sources {
-                m.insert(name.clone(), tensor(source)?);
+            for r in &wanted {
+                m.insert(r.name.clone(), tensor(&r.from)?);
             }
             m
-        } else if let Some(m) = kept.and_then(|k| read_kept(k, &content, &sources, target)) {
+        } else if let Some(m) = kept.and_then(|k| read_kept(k, &content, &wanted)) {
             m
         } else {
             let mut m = HashMap::new();
-            for (name, source) in &sources {
-                let qt = QTensor::quantize(&tensor(source)?.dequantize(&dev)?, target)?;
-                m.insert(name.clone(), qt);
+            for r in &wanted {
+                let source = tensor(&r.from)?.dequantize(&dev)?;
+                m.insert(r.name.clone(), llama_file_type::quantize(&source, r.dtype)?);
             }
             // A cache that cannot be written costs the next load its time, nothing else.
             if let Some(k) = kept {
@@ -210,13 +252,23 @@ impl GgufAllPositions {
             }
             m
         };
+        // The table tokens are looked up in, as the file type holds it.
+        let embed = if is_float(target) || format == NATIVE {
+            tensor("token_embd.weight")?.dequantize(&dev)?
+        } else if tied {
+            matrices["output.weight"].dequantize(&dev)?
+        } else {
+            matrices
+                .remove("token_embd.weight")
+                .ok_or_else(|| bad("no token_embd.weight in the GGUF".into()))?
+                .dequantize(&dev)?
+        };
         let mut matrix = |name: &str| -> Result<QMatMul> {
             let qt = matrices
                 .remove(name)
                 .ok_or_else(|| bad(format!("no {name} in the GGUF")))?;
             Ok(QMatMul::from_qtensor(qt)?)
         };
-        let embed = tensor("token_embd.weight")?.dequantize(&dev)?;
         let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {

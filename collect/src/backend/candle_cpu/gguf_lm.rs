@@ -5,26 +5,14 @@
 use std::io::Cursor;
 use std::path::Path;
 
-use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
+use candle_core::quantized::{gguf_file, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
 use hspi_datasets::{GgufType, NumericFormat};
 
+use super::llama_file_type::ggml_type;
 use crate::error::{CollectError, Result};
 use crate::zoo::smollm2::NATIVE;
-
-pub(super) fn ggml_type(format: NumericFormat) -> Option<GgmlDType> {
-    Some(match format {
-        NumericFormat::F32 => GgmlDType::F32,
-        NumericFormat::F16 => GgmlDType::F16,
-        NumericFormat::Gguf(GgufType::Q8_0) => GgmlDType::Q8_0,
-        NumericFormat::Gguf(GgufType::Q4_0) => GgmlDType::Q4_0,
-        NumericFormat::Gguf(GgufType::Q4_1) => GgmlDType::Q4_1,
-        NumericFormat::Gguf(GgufType::Q5_0) => GgmlDType::Q5_0,
-        NumericFormat::Gguf(GgufType::Q5_1) => GgmlDType::Q5_1,
-        _ => return None,
-    })
-}
 
 /// The formats candle can run this model at.
 pub fn formats() -> Vec<NumericFormat> {

@@ -5,12 +5,15 @@
 //! (`served_lm.rs`, the schemes in `crate::scheme`), the tiny LM at f32, f16 or bf16
 //! (`tiny_lm.rs`). Language models run at batch size 1.
 
+mod ggml_quants;
 mod gguf_all_positions;
 mod gguf_lm;
 mod image;
+mod llama_file_type;
 mod served_lm;
 mod tiny_lm;
 
+pub use ggml_quants::quantize_q6k;
 pub use gguf_all_positions::GgufAllPositions;
 pub use gguf_lm::QuantizedLm;
 pub use image::CandleImage;
@@ -26,6 +29,21 @@ use crate::zoo::{ImageModel, Model, ModelId};
 
 /// candle on this machine's CPU.
 pub struct CandleCpu;
+
+/// The platforms hspi computes `model`'s references at on the provider's own tokens: the
+/// formats the collection grid runs, and the llama.cpp file types only the all-positions pass
+/// requantises to (`GgufAllPositions`).
+pub fn forced_platforms(model: ModelId) -> Vec<Platform> {
+    let mut formats = formats(model);
+    if model == ModelId::SmolLm2 {
+        for f in gguf_all_positions::formats() {
+            if !formats.contains(&f) {
+                formats.push(f);
+            }
+        }
+    }
+    formats.into_iter().map(platform).collect()
+}
 
 /// candle's dtype for `format`, when candle computes in it directly.
 pub fn dtype(format: NumericFormat) -> Option<DType> {

@@ -56,7 +56,12 @@ pub enum GgufType {
     Q5_0,
     Q5_1,
     Q4K,
+    /// llama.cpp's file types, each a mix (`llama-quantize`'s choice per matrix: the output
+    /// head and some layers' `attn_v`/`ffn_down` at more bits, rows that fit no 256-block at a
+    /// 32-block fallback): Q6_K, Q5_K_M and Q4_K_M.
     Q6K,
+    Q5KM,
+    Q4KM,
 }
 
 impl NumericFormat {
@@ -90,6 +95,8 @@ impl NumericFormat {
             Gguf(Q5_1),
             Gguf(Q4K),
             Gguf(Q6K),
+            Gguf(Q5KM),
+            Gguf(Q4KM),
         ]
     }
 }
@@ -121,6 +128,8 @@ impl fmt::Display for NumericFormat {
                 GgufType::Q5_1 => "q5_1",
                 GgufType::Q4K => "q4_k",
                 GgufType::Q6K => "q6_k",
+                GgufType::Q5KM => "q5_k_m",
+                GgufType::Q4KM => "q4_k_m",
             }),
         }
     }

@@ -55,7 +55,7 @@ impl FormatFamily {
     }
 
     /// Whether `format` is one of this family's: 8-bit integers include GGUF's 8-bit blocks and
-    /// W8A8, 4-bit integers GGUF's 4-bit blocks (q4_0, q4_1, q4_k) and W4A16, whatever the group
+    /// W8A8, 4-bit integers GGUF's 4-bit blocks (q4_0, q4_1, q4_k, q4_k_m) and W4A16, whatever the group
     /// size; fp8 its weight-only and W8A8 schemes; fp4 NVFP4 and MXFP4. fp6 and mxfp8 cover no
     /// format hspi computes yet.
     pub fn covers(self, format: NumericFormat) -> bool {
@@ -71,7 +71,7 @@ impl FormatFamily {
             FormatFamily::Int8 => matches!(format, F::Int8 | F::Int8W8a8 | F::Gguf(Q8_0)),
             FormatFamily::Int4 => matches!(
                 format,
-                F::Int4 { .. } | F::Int4W4a16 { .. } | F::Gguf(Q4_0 | Q4_1 | Q4K)
+                F::Int4 { .. } | F::Int4W4a16 { .. } | F::Gguf(Q4_0 | Q4_1 | Q4K | Q4KM)
             ),
             FormatFamily::Fp4 => matches!(format, F::NvFp4A16 | F::NvFp4W4a4 | F::MxFp4),
             FormatFamily::NvFp4 => matches!(format, F::NvFp4A16 | F::NvFp4W4a4),

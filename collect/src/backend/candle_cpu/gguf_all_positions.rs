@@ -67,10 +67,11 @@ const MATRICES: [&str; 7] = [
 ];
 
 /// The formats this engine computes: candle's GGUF formats and the llama.cpp file types it
-/// requantises to as `llama-quantize` does (Q6_K, with ggml's own quantiser).
+/// requantises to as `llama-quantize` does (the K-quant mixes, with ggml's own quantisers).
 pub fn formats() -> Vec<NumericFormat> {
+    use hspi_datasets::GgufType::{Q4KM, Q5KM, Q6K};
     let mut formats = super::gguf_lm::formats();
-    formats.push(NumericFormat::Gguf(hspi_datasets::GgufType::Q6K));
+    formats.extend([Q6K, Q5KM, Q4KM].map(NumericFormat::Gguf));
     formats
 }
 
@@ -213,10 +214,15 @@ impl GgufAllPositions {
             })
         };
         let mut wanted: Vec<Requantised> = Vec::new();
-        for i in 0..blocks {
-            for m in MATRICES {
-                let name = format!("blk.{i}.{m}.weight");
-                wanted.push(requantised(&name, &name, Role::Block)?);
+        for layer in 0..blocks {
+            for matrix in MATRICES {
+                let name = format!("blk.{layer}.{matrix}.weight");
+                let role = Role::Block {
+                    matrix,
+                    layer,
+                    layers: blocks,
+                };
+                wanted.push(requantised(&name, &name, role)?);
             }
         }
         wanted.push(requantised("output.weight", output_name, Role::Output)?);

@@ -13,10 +13,10 @@ mod llama_file_type;
 mod served_lm;
 mod tiny_lm;
 
-pub use ggml_quants::quantize_q6k;
 pub use gguf_all_positions::GgufAllPositions;
 pub use gguf_lm::QuantizedLm;
 pub use image::CandleImage;
+pub use llama_file_type::{quantize as llama_quantize, tensor_type as llama_tensor_type, Role};
 pub use served_lm::ServedLm;
 pub use tiny_lm::TinyLmRunner;
 

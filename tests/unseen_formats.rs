@@ -1,19 +1,25 @@
-//! A format no reference covers is never named after a known one, in pool and fresh audits alike:
-//! llama.cpp serving SmolLM2 at its K-quants Q6_K and Q5_K_M (6.6 and 5.7 bits per weight; the
-//! shipped pack holds neither), claimed int8, is never "consistent" and never named q8_0 over 200
-//! seeded audits of the pack's pool and 200 of fresh prompts scored on the provider's tokens at
-//! every format of the pack; an honest Q8_0 claimed int8 stays consistent in both.
+//! A cheaper format is never passed under a known name, in pool and fresh audits alike, against
+//! llama-servers serving SmolLM2 at llama.cpp's K-quant mixes and claimed int8:
+//! - Q6_K and Q5_K_M (6.6 and 5.7 bits per weight; SmolLM2's rows of 576 fit no 256-block, so
+//!   llama-quantize makes its "Q6_K" 181 Q8_0 matrices and 30 Q6_K ones, its answers carrying most
+//!   of Q8_0's rounding): the shipped pack and fresh audits hold their own references, and 200
+//!   seeded audits of each mode name them and never call the int8 claim consistent nor name q8_0;
+//! - Q3_K_M, which no reference covers: never consistent, never named q8_0;
+//! - an honest Q8_0 claimed int8 stays consistent in both modes.
+//!
+//! Pool audits replay the answers to the pack's whole pool; fresh audits replay answers to prompts
+//! made for them, with hspi's references at every format of the pack computed on their tokens.
 
 mod common;
 
 use std::path::Path;
 
-use common::fresh::{answers_with_references, replayed, verdicts};
+use common::fresh::{answers_with_references, pack_formats, replayed, verdicts};
 use common::llama;
 
 const INT8: &str = "*/*/int8/*";
-/// Fresh answers collected per provider (a fresh audit draws 24).
-const ANSWERS: usize = 32;
+/// Fresh answers collected per provider: a fresh audit's draw.
+const ANSWERS: usize = 24;
 /// A pool audit's and a fresh audit's whole budget: 24 prompts of 8 tokens.
 const BUDGET: u64 = 192;
 
@@ -43,7 +49,7 @@ fn pool_audits(served: &Path, claim: &str) -> serde_json::Value {
     common::audits(&classifier, &refs, served, claim, BUDGET)
 }
 
-/// Neither consistent nor named q8_0 (nor int8-w8a8) in any audit of the tally.
+/// Never consistent on the format, never named q8_0 (int8's exact member the answers resemble).
 fn never_passed_as_int8(tally: &serde_json::Value, what: &str) {
     assert_eq!(
         verdicts(tally, "consistent"),
@@ -55,37 +61,50 @@ fn never_passed_as_int8(tally: &serde_json::Value, what: &str) {
         0,
         "{what}: {tally}"
     );
-    for known in ["q8_0", "int8-w8a8"] {
-        assert_eq!(
-            common::named(tally, "format", known),
-            0,
-            "{what} named {known}: {tally}"
-        );
-    }
+    assert_eq!(
+        common::named(tally, "format", "q8_0 (int8)"),
+        0,
+        "{what} named q8_0: {tally}"
+    );
 }
 
 #[test]
-fn k_quants_no_reference_covers_are_never_taken_for_int8() {
+fn k_quants_are_named_and_never_passed_as_int8_and_honest_q8_0_stays_consistent() {
     let tmp = tempfile::tempdir().unwrap();
-    for quant in ["Q6_K", "Q5_K_M", "Q8_0"] {
+    for (quant, own) in [
+        ("Q6_K", Some("q6_k")),
+        ("Q5_K_M", Some("q5_k_m")),
+        ("Q3_K_M", None),
+        ("Q8_0", Some("q8_0 (int8)")),
+    ] {
         let server = llama::start("avx2", quant);
         let dir = tmp.path().join(quant);
         let pool = dir.join("pool");
         pool_answers(&server.url, &pool);
-        let (answers, refs) = answers_with_references(&server.url, 31, ANSWERS, &[], &dir);
-        let pool_tally = pool_audits(&pool, INT8);
-        let fresh_tally = replayed(&answers, &refs, INT8, BUDGET);
-        if quant == "Q8_0" {
-            for (mode, tally) in [("pool", &pool_tally), ("fresh", &fresh_tally)] {
+        let (answers, refs) =
+            answers_with_references(&server.url, 31, ANSWERS, &pack_formats(), &dir);
+        drop(server);
+        let tallies = [
+            ("pool", pool_audits(&pool, INT8)),
+            ("fresh", replayed(&answers, &refs, INT8, BUDGET)),
+        ];
+        for (mode, tally) in &tallies {
+            let what = format!("{quant}, {mode} audits");
+            if quant == "Q8_0" {
                 assert!(
-                    verdicts(tally, "consistent") >= 190,
-                    "honest Q8_0 claimed int8, {mode} audits: {tally}"
+                    verdicts(tally, "consistent") >= 180,
+                    "honest {what} claimed int8: {tally}"
                 );
-                assert_eq!(verdicts(tally, "mismatch"), 0, "{mode}: {tally}");
+                assert_eq!(verdicts(tally, "mismatch"), 0, "{what}: {tally}");
+                continue;
             }
-        } else {
-            never_passed_as_int8(&pool_tally, &format!("{quant}, pool audits"));
-            never_passed_as_int8(&fresh_tally, &format!("{quant}, fresh audits"));
+            never_passed_as_int8(tally, &what);
+            if let Some(own) = own {
+                assert!(
+                    common::named(tally, "format", own) >= 190,
+                    "{what}: named by its own reference: {tally}"
+                );
+            }
         }
     }
 }

@@ -94,3 +94,23 @@ pub fn verdicts(tally: &serde_json::Value, name: &str) -> u64 {
     );
     tally["verdicts"][name].as_u64().unwrap_or(0)
 }
+
+/// Every format of the shipped pack: what a fresh audit computes when not told otherwise.
+pub fn pack_formats() -> Vec<NumericFormat> {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(super::shipped_pack().join("pack.json")).unwrap())
+            .unwrap();
+    let mut formats: Vec<NumericFormat> = manifest["platforms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let platform: hspi_datasets::Platform =
+                p["platform"].as_str().unwrap().parse().unwrap();
+            platform.format
+        })
+        .collect();
+    formats.sort();
+    formats.dedup();
+    formats
+}

@@ -93,11 +93,16 @@ impl FormatReferences {
             .iter()
             .map(|(_, i)| references.get(*i).and_then(Option::as_ref))
             .collect::<Option<_>>()?;
-        // The nearest format to the base (the least pattern where every format is matched)
-        // bounds the noise of a change of hardware or build in every contest.
-        let (common, _) = matched(answer, &refs);
+        // The nearest format to the base (the least pattern, each measured on the values the
+        // answer shares with the base and it) bounds the noise of a change of hardware or build
+        // in every contest. Not on the values every format shares: one format whose greedy text
+        // parts from the answer's at the first token (a pack's 4-bit mix) would leave none, and
+        // the answer would weigh nothing.
         let nearest = (1..refs.len())
-            .map(|k| (k, pattern_variance(&common, k)))
+            .map(|k| {
+                let (pair, _) = matched(answer, &[refs[0], refs[k]]);
+                (k, pattern_variance(&pair, 1))
+            })
             .filter(|(_, v)| *v > FLOOR)
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(k, _)| k);
@@ -110,6 +115,10 @@ impl FormatReferences {
         // contest.
         let k = refs.len();
         let mut worst = vec![cap; k];
+        // Whether a format had a contest at all: one whose reference shares no value with the
+        // answer (its first token's list has none of the answer's: a 5-bit mix answering in
+        // byte tokens) explains none of it, and must not stand as the best at its initial cap.
+        let mut weighed = vec![false; k];
         for g in 0..k {
             for h in g + 1..k {
                 let mut at = vec![0, g, h, nearest];
@@ -146,6 +155,13 @@ impl FormatReferences {
                 let d = (weight * (lg - lh)).clamp(-cap, cap);
                 worst[g] = worst[g].min(d);
                 worst[h] = worst[h].min(-d);
+                weighed[g] = true;
+                weighed[h] = true;
+            }
+        }
+        for (w, weighed) in worst.iter_mut().zip(&weighed) {
+            if !weighed {
+                *w = -cap;
             }
         }
         let best = worst.iter().copied().fold(f64::NEG_INFINITY, f64::max);

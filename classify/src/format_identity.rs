@@ -59,11 +59,7 @@ pub fn signature(format: NumericFormat) -> Signature {
         // GGUF Q8_0 keeps 31–59 % of its pattern on llama.cpp's other build and on candle;
         // a Q6_K file of a model whose rows fit no 256-block is mostly Q8_0 (SmolLM2's: 181 of
         // 211 matrices; llama.cpp's answers keep 71 % of hspi's Q6_K pattern).
-        F::Gguf(GgufType::Q8_0 | GgufType::Q6K)
-        | F::Int8
-        | F::Fp8E4m3
-        | F::Fp8E5m2
-        | F::MxInt8 => {
+        F::Gguf(GgufType::Q8_0 | GgufType::Q6K) | F::Int8 | F::Fp8E4m3 | F::Fp8E5m2 | F::MxInt8 => {
             Signature::Pattern {
                 min_share: MIN_SHARE,
             }

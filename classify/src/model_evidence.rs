@@ -116,18 +116,31 @@ pub fn distance(answer: &View, references: &[&View]) -> Option<ModelDistance> {
         return None;
     };
     let with_values = steps.iter().any(|s| s.value.is_some() || !s.top.is_empty());
-    references
-        .iter()
-        .filter_map(|r| match r {
-            View::Steps { steps: theirs, .. } if with_values => {
-                logprob_distance(steps, theirs).map(ModelDistance::Logprobs)
-            }
-            View::Steps { steps: theirs, .. } => {
-                text_gap(text, steps, theirs).map(ModelDistance::Text)
-            }
-            View::Logits(_) => None,
-        })
-        .min_by(|a, b| a.value().total_cmp(&b.value()))
+    let theirs = references.iter().filter_map(|r| match r {
+        View::Steps { steps: theirs, .. } => Some(theirs),
+        View::Logits(_) => None,
+    });
+    if with_values {
+        return theirs
+            .filter_map(|t| logprob_distance(steps, t).map(ModelDistance::Logprobs))
+            .min_by(|a, b| a.value().total_cmp(&b.value()));
+    }
+    // From text: the nearest reference that scores every one of the provider's tokens it
+    // reaches. Where none does (the token where the texts part is in no reference's list), each
+    // reference only bounds the gap from below by its list's span, and the answer counts by the
+    // largest bound: a token no format of the model ranks in its top list, as far below the top
+    // as the widest list shows. The smallest bound would let one reference with a flat list (a
+    // 5-bit mix answering in byte tokens) excuse every text.
+    let gaps: Vec<(f64, bool)> = theirs.filter_map(|t| text_gap(text, t)).collect();
+    let scored = gaps.iter().filter(|(_, exact)| *exact).map(|(g, _)| *g);
+    match scored.min_by(f64::total_cmp) {
+        Some(g) => Some(ModelDistance::Text(g)),
+        None => gaps
+            .iter()
+            .map(|(g, _)| *g)
+            .max_by(f64::total_cmp)
+            .map(ModelDistance::Text),
+    }
 }
 
 /// The top lists' distance at the first generated position. Its context is the prompt alone,
@@ -188,8 +201,10 @@ fn step_distance(a: &StepView, b: &StepView) -> Option<f64> {
 /// The mean gap of the provider's tokens under the reference, over the positions sharing their
 /// context: where the reference was computed on the provider's tokens, every position; else the
 /// positions of the reference's own tokens the provider's text repeats, and the one where it
-/// parts from them.
-fn text_gap(text: &str, ours: &[StepView], theirs: &[StepView]) -> Option<f64> {
+/// parts from them. With whether every gap is scored (false where the provider's token is
+/// missing from the list where the texts part: the gap is then bounded by the list's span).
+fn text_gap(text: &str, theirs: &[StepView]) -> Option<(f64, bool)> {
+    let mut exact = true;
     let mut gaps = Vec::new();
     let mut rest = text;
     for step in theirs {
@@ -222,11 +237,11 @@ fn text_gap(text: &str, ours: &[StepView], theirs: &[StepView]) -> Option<f64> {
             .filter(|(k, _)| !k.text.is_empty() && rest.starts_with(k.text.as_str()))
             .max_by_key(|(k, _)| k.text.len())
             .map(|(_, v)| f64::from(*v));
+        exact = listed.is_some();
         gaps.push(listed.map_or(best - lowest, |v| (best - v).max(0.0)));
         break;
     }
-    let _ = ours;
-    (!gaps.is_empty()).then(|| gaps.iter().sum::<f64>() / gaps.len() as f64)
+    (!gaps.is_empty()).then(|| (gaps.iter().sum::<f64>() / gaps.len() as f64, exact))
 }
 
 #[cfg(test)]

@@ -331,10 +331,13 @@ fn q5k_block(x: &[f32], out: &mut [u8]) {
     }
 }
 
+/// One super-block's quantiser: 256 weights in, the block's bytes out.
+type QuantiseBlock = fn(&[f32], &mut [u8]);
+
 /// Quantise `t` (rows of a multiple of 256 weights) to `dtype` (Q4_K, Q5_K or Q6_K) as
 /// `llama-quantize` does without an importance matrix; None for another type.
 pub fn quantize_kquant(t: &Tensor, dtype: GgmlDType) -> Result<Option<QTensor>> {
-    let (bytes, block): (usize, fn(&[f32], &mut [u8])) = match dtype {
+    let (bytes, block): (usize, QuantiseBlock) = match dtype {
         GgmlDType::Q4K => (Q4K_BLOCK_BYTES, q4k_block),
         GgmlDType::Q5K => (Q5K_BLOCK_BYTES, q5k_block),
         GgmlDType::Q6K => (Q6K_BLOCK_BYTES, q6k_block),

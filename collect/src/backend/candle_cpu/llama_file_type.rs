@@ -51,7 +51,7 @@ pub fn ggml_type(format: NumericFormat) -> Option<GgmlDType> {
 /// The type llama.cpp falls back to where a row of `columns` weights is no whole number of
 /// `t`'s blocks (`tensor_type_fallback`).
 fn fallback(t: GgmlDType, columns: usize) -> GgmlDType {
-    if columns % t.block_size() == 0 {
+    if columns.is_multiple_of(t.block_size()) {
         return t;
     }
     match t {
@@ -81,7 +81,9 @@ pub fn tensor_type(format: NumericFormat, role: Role, columns: usize) -> Option<
     let chosen = match role {
         // The output head at Q8_0 where its rows fit no 256-block, else at Q6_K unless the file
         // is Q8_0.
-        Role::Output if columns % GgmlDType::Q6K.block_size() != 0 => return Some(GgmlDType::Q8_0),
+        Role::Output if !columns.is_multiple_of(GgmlDType::Q6K.block_size()) => {
+            return Some(GgmlDType::Q8_0)
+        }
         Role::Output if base == GgmlDType::Q8_0 => return Some(GgmlDType::Q8_0),
         Role::Output => GgmlDType::Q6K,
         Role::Block {

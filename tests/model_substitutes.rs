@@ -57,24 +57,6 @@ fn model(tally: &serde_json::Value, status: &str) -> u64 {
         .map_or(0, |d| d[1][status].as_u64().unwrap_or(0))
 }
 
-/// `hspi collect` of `base`'s chat answers to the shipped pack's pool into `out`.
-fn pool_answers(base: &str, out: &Path) -> PathBuf {
-    let url = format!("{base}/v1/chat/completions");
-    let pool = common::shipped_pack().join("pool.json");
-    common::ok(&[
-        "collect",
-        "--endpoint",
-        &url,
-        "--model",
-        "smollm2",
-        "--probes",
-        pool.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    out.to_path_buf()
-}
-
 fn llama_server(gguf: &Path) -> LlamaServer {
     LlamaServer::start(&common::llama::build("avx2"), gguf, "smollm2").unwrap()
 }
@@ -108,7 +90,7 @@ fn another_model_behind_the_name_is_a_model_mismatch() {
         ("SmolLM2 without every 5th block", drop5th.url.as_str()),
         ("the tiny LM named smollm2", renamed.url.as_str()),
     ] {
-        let answers = pool_answers(base, &tmp.path().join(name.replace(' ', "-")));
+        let answers = common::pool_answers(base, &tmp.path().join(name.replace(' ', "-")));
         // The pack's 5-bit mix Q5_K_M answers some prompts in byte tokens: a degraded SmolLM2
         // is the nearest reference to a pruned one more often, so 8 requests catch SmolLM2
         // without every 5th block in 190 of 200 audits (198 before the K-quants), 12 in 200.

@@ -23,22 +23,6 @@ const ANSWERS: usize = 24;
 /// A pool audit's and a fresh audit's whole budget: 24 prompts of 8 tokens.
 const BUDGET: u64 = 192;
 
-/// `hspi collect` of `base`'s answers to the shipped pack's whole pool into `out`.
-fn pool_answers(base: &str, out: &Path) {
-    let pool = common::shipped_pack().join("pool.json");
-    common::ok(&[
-        "collect",
-        "--endpoint",
-        &format!("{base}/v1/chat/completions"),
-        "--model",
-        "smollm2",
-        "--probes",
-        pool.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-}
-
 /// 200 pool audits of the answers in `served` with the shipped pack, claimed `claim`.
 fn pool_audits(served: &Path, claim: &str) -> serde_json::Value {
     let refs: Vec<String> = common::shipped_references()
@@ -80,7 +64,7 @@ fn k_quants_are_named_and_never_passed_as_int8_and_honest_q8_0_stays_consistent(
         let server = llama::start("avx2", quant);
         let dir = tmp.path().join(quant);
         let pool = dir.join("pool");
-        pool_answers(&server.url, &pool);
+        common::pool_answers(&server.url, &pool);
         let (answers, refs) =
             answers_with_references(&server.url, 31, ANSWERS, &pack_formats(), &dir);
         drop(server);

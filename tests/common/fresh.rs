@@ -24,19 +24,7 @@ pub fn answers_with_references(
     let file = out.join("fresh.json");
     std::fs::create_dir_all(out).unwrap();
     hspi_probe::write_probe_set(&file, &probes).unwrap();
-    let answers = out.join("answers");
-    let url = format!("{base}/v1/chat/completions");
-    super::ok(&[
-        "collect",
-        "--endpoint",
-        &url,
-        "--model",
-        "smollm2",
-        "--probes",
-        file.to_str().unwrap(),
-        "--out",
-        answers.to_str().unwrap(),
-    ]);
+    let answers = super::chat_answers(base, &file, &out.join("answers"));
     let refs = out.join("references");
     let info =
         hspi_collect::Model::load(hspi_collect::ModelId::SmolLm2, Some(&llama::smollm2_gguf()))

@@ -29,6 +29,28 @@ pub fn shipped_references() -> Vec<std::path::PathBuf> {
     refs
 }
 
+/// `hspi collect` of `base`'s chat answers (an endpoint under audit: unlabelled, as SmolLM2) to
+/// the probe set `probes` into `out`.
+pub fn chat_answers(base: &str, probes: &Path, out: &Path) -> std::path::PathBuf {
+    ok(&[
+        "collect",
+        "--endpoint",
+        &format!("{base}/v1/chat/completions"),
+        "--model",
+        "smollm2",
+        "--probes",
+        probes.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    out.to_path_buf()
+}
+
+/// [`chat_answers`] to the shipped pack's whole pool.
+pub fn pool_answers(base: &str, out: &Path) -> std::path::PathBuf {
+    chat_answers(base, &shipped_pack().join("pool.json"), out)
+}
+
 /// A directory of the committed atlas, `datasets/atlas/NAME`.
 pub fn atlas(name: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -58,6 +58,7 @@ fn an_endpoint_killed_mid_audit_ends_it_within_seconds_with_the_answers_kept() {
     let done = child.wait_with_output().unwrap();
     let took = killed.elapsed();
     let stderr = String::from_utf8_lossy(&done.stderr);
+    eprintln!("the audit ended {took:?} after the endpoint died");
     assert!(
         took < Duration::from_secs(30),
         "the audit took {took:?} after the endpoint died:\n{stderr}"

@@ -53,8 +53,9 @@ fn module_of(src: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
-/// Paths a file names (`crate::…`, `super::…`, brace groups expanded), as module segments.
-fn named_paths(text: &str, here: &[String], is_dir_module: bool) -> Vec<Vec<String>> {
+/// Paths a file of module `here` names (`crate::…`, `super::…`, brace groups expanded), as
+/// module segments: `super` is `here`'s parent, whether the file is `gpu.rs` or `mod.rs`.
+fn named_paths(text: &str, here: &[String]) -> Vec<Vec<String>> {
     let code: String = text
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
@@ -87,9 +88,6 @@ fn named_paths(text: &str, here: &[String], is_dir_module: bool) -> Vec<Vec<Stri
             for p in expand(&rest[..end]) {
                 let mut segs: Vec<&str> = p.split("::").filter(|s| !s.is_empty()).collect();
                 let mut base: Vec<String> = here.to_vec();
-                if !is_dir_module {
-                    base.pop();
-                }
                 match segs.first() {
                     Some(&"crate") => {
                         base.clear();
@@ -243,7 +241,14 @@ fn cycles<N: Ord + Clone>(edges: &BTreeMap<N, BTreeSet<N>>) -> Vec<Vec<N>> {
     state.4
 }
 
-fn import_loops(src: &Path) -> Vec<String> {
+/// Which file imports which (a module and its own submodules are one unit: parents declare
+/// and re-export), and which of the crate's top-level modules imports which.
+type ImportGraph = (
+    BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+    BTreeMap<String, BTreeSet<String>>,
+);
+
+fn import_graph(src: &Path) -> ImportGraph {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     let modules: BTreeMap<Vec<String>, PathBuf> = files
@@ -254,12 +259,8 @@ fn import_loops(src: &Path) -> Vec<String> {
     let mut top_edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in &files {
         let here = module_of(src, f);
-        let is_dir = matches!(
-            f.file_stem().and_then(|s| s.to_str()),
-            Some("mod" | "lib" | "main")
-        );
         let text = std::fs::read_to_string(f).unwrap();
-        for path in named_paths(&text, &here, is_dir) {
+        for path in named_paths(&text, &here) {
             let Some(target) = resolve(&path, &modules) else {
                 continue;
             };
@@ -279,6 +280,11 @@ fn import_loops(src: &Path) -> Vec<String> {
             }
         }
     }
+    (file_edges, top_edges)
+}
+
+fn import_loops(src: &Path) -> Vec<String> {
+    let (file_edges, top_edges) = import_graph(src);
     let rel = |p: &PathBuf| p.strip_prefix(root()).unwrap().display().to_string();
     let mut found: Vec<String> = cycles(&file_edges)
         .into_iter()
@@ -302,31 +308,55 @@ fn no_file_imports_a_file_that_imports_it_back() {
 }
 
 #[test]
-fn the_cycle_finder_finds_a_planted_loop() {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path();
-    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\n").unwrap();
-    std::fs::write(src.join("a.rs"), "use crate::b::B;\npub struct A;\n").unwrap();
-    std::fs::write(src.join("b.rs"), "use crate::a::A;\npub struct B;\n").unwrap();
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
-    assert_eq!(files.len(), 3);
-    // import_loops names paths relative to the repository; check the graph directly.
-    let modules: BTreeMap<Vec<String>, PathBuf> = files
-        .iter()
-        .map(|f| (module_of(src, f), f.clone()))
-        .collect();
-    let mut edges: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
-    for f in &files {
-        let here = module_of(src, f);
-        for path in named_paths(&std::fs::read_to_string(f).unwrap(), &here, false) {
-            let t = resolve(&path, &modules).unwrap();
-            if module_of(src, &t) != here && !module_of(src, &t).is_empty() {
-                edges.entry(f.clone()).or_default().insert(t);
-            }
+fn the_cycle_finder_finds_planted_loops() {
+    let write = |dir: &Path, files: &[(&str, &str)]| {
+        for (name, text) in files {
+            let path = dir.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
         }
-    }
-    assert_eq!(cycles(&edges).len(), 1);
+    };
+    // Through `crate::`.
+    let by_crate = tempfile::tempdir().unwrap();
+    write(
+        by_crate.path(),
+        &[
+            ("lib.rs", "mod a;\nmod b;\n"),
+            ("a.rs", "use crate::b::B;\npub struct A;\n"),
+            ("b.rs", "use crate::a::A;\npub struct B;\n"),
+        ],
+    );
+    assert_eq!(cycles(&import_graph(by_crate.path()).0).len(), 1);
+    // Through `super::` between two files of one module (`gpu.rs` and `plan.rs` under
+    // `backend/emulated/`): `super` is their module, not its parent.
+    let by_super = tempfile::tempdir().unwrap();
+    write(
+        by_super.path(),
+        &[
+            ("lib.rs", "mod backend;\n"),
+            ("backend/mod.rs", "mod emulated;\n"),
+            ("backend/emulated/mod.rs", "mod gpu;\nmod plan;\n"),
+            (
+                "backend/emulated/gpu.rs",
+                "use super::plan::Plan;\npub struct Shape;\n",
+            ),
+            (
+                "backend/emulated/plan.rs",
+                "use super::gpu::Shape;\npub struct Plan;\n",
+            ),
+        ],
+    );
+    let loops = cycles(&import_graph(by_super.path()).0);
+    assert_eq!(loops.len(), 1, "{loops:?}");
+    assert!(loops[0].iter().any(|f| f.ends_with("gpu.rs")));
+    // `super::super::` from a file reaches its module's parent.
+    assert_eq!(
+        named_paths(
+            "use super::super::x::Y;",
+            &["a".into(), "b".into(), "c".into()]
+        ),
+        vec![vec!["a".to_string(), "x".into(), "Y".into()]]
+    );
 }
 
 #[test]

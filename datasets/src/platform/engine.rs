@@ -3,8 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::dimension::Dimension;
 use super::error::{is_slug, FieldError};
-use super::pattern::Dimension;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EngineKind {

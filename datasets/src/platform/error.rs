@@ -3,14 +3,14 @@
 
 use thiserror::Error;
 
-use super::pattern::Dimension;
+use super::dimension::Dimension;
 
 /// The valid forms of a platform string.
 pub const PLATFORM_FORMS: &str = "\
 HARDWARE/ENGINE/FORMAT[/KERNEL]/bsN
   HARDWARE: cpu-ISA (cpu-avx2, cpu-avx512, cpu-neon, cpu-generic) | cuda-GPU-smXY-NNsm (cuda-h100-pcie-sm90-114sm) | remote-NAME
   ENGINE:   candle[-VERSION] | emu[-VERSION] | cublas[-VERSION] | llamacpp[-VERSION] | vllm[-VERSION] | http[-VERSION]
-  FORMAT:   f32 tf32 bf16 f16 fp8-e4m3 fp8-e5m2 int8 int4-g32 int4-g128 mxint8 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q6_k
+  FORMAT:   f32 tf32 bf16 f16 fp8-e4m3 fp8-e5m2 int8 int4-g32 int4-g128 mxint8 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q6_k q5_k_m q4_k_m
   KERNEL:   acc-(f32|f16|bf16).(seq|pair|blkK|tcG|lnLxV|ilSxV).skN.(fma|nofma)   e.g. acc-f32.blk32.sk2.fma
             or acc-(f32|f16|bf16) alone: the library (cuBLAS) picks the rest
   bsN:      batch size, e.g. bs1

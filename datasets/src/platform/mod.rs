@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod dimension;
 mod engine;
 mod error;
 mod format;
@@ -15,6 +16,7 @@ mod hardware;
 mod kernel;
 mod pattern;
 
+pub use dimension::{Dimension, UnknownDimension};
 pub use engine::{Engine, EngineKind};
 pub use error::{
     slugify, FieldError, PartCount, PatternParseError, PlatformParseError, PLATFORM_FORMS,
@@ -23,7 +25,7 @@ pub use format::{GgufType, NumericFormat};
 pub use format_family::FormatFamily;
 pub use hardware::Hardware;
 pub use kernel::{Accumulator, KernelOptions, ReductionOrder};
-pub use pattern::{Dimension, PlatformPattern};
+pub use pattern::PlatformPattern;
 
 use error::split_fields;
 

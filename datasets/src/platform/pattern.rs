@@ -9,74 +9,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::error::{split_fields, PatternParseError};
-use super::{EngineKind, FormatFamily, NumericFormat, Platform};
-
-/// One field of a platform: what a claim can be right or wrong about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dimension {
-    Hardware,
-    Engine,
-    Format,
-    Kernel,
-    Batch,
-    /// The model itself: not a field of the platform (not in [`Dimension::ALL`]), but a claim
-    /// every audit makes (the endpoint is asked for a model by name). "Not this model in any
-    /// format hspi knows" is a verdict of its own.
-    Model,
-}
-
-impl Dimension {
-    pub const ALL: [Dimension; 5] = [
-        Dimension::Hardware,
-        Dimension::Engine,
-        Dimension::Format,
-        Dimension::Kernel,
-        Dimension::Batch,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Dimension::Hardware => "hardware",
-            Dimension::Engine => "engine",
-            Dimension::Format => "format",
-            Dimension::Kernel => "kernel",
-            Dimension::Batch => "batch",
-            Dimension::Model => "model",
-        }
-    }
-
-    /// This dimension's field of a platform, as the platform string writes it.
-    pub fn field(self, p: &Platform) -> Option<String> {
-        match self {
-            Dimension::Hardware => Some(p.hardware.to_string()),
-            Dimension::Engine => Some(p.engine.to_string()),
-            Dimension::Format => Some(p.format.to_string()),
-            Dimension::Kernel => p.kernel.map(|k| k.to_string()),
-            Dimension::Batch => Some(format!("bs{}", p.batch_size)),
-            Dimension::Model => None,
-        }
-    }
-}
-
-impl fmt::Display for Dimension {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Dimension {
-    type Err = PatternParseError;
-    fn from_str(s: &str) -> Result<Dimension, PatternParseError> {
-        Dimension::ALL
-            .into_iter()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| PatternParseError {
-                input: s.into(),
-                reason: "not a dimension (hardware, engine, format, kernel, batch)".into(),
-            })
-    }
-}
+use super::{Dimension, EngineKind, FormatFamily, NumericFormat, Platform};
 
 /// A claim about the serving platform, one optional field per dimension (in [`Dimension::ALL`]
 /// order); `None` is a field left open.
@@ -301,9 +234,6 @@ mod tests {
             let c: PlatformPattern = s.parse().unwrap();
             assert_eq!(c.to_string(), s);
             assert_eq!(c.to_string().parse::<PlatformPattern>().unwrap(), c);
-        }
-        for d in Dimension::ALL {
-            assert_eq!(d.to_string().parse::<Dimension>().unwrap(), d);
         }
     }
 }

@@ -16,8 +16,9 @@ use hspi_datasets::{
     ulp_diff, Accumulator, Hardware, KernelOptions, NumericFormat, Platform, ReductionOrder,
 };
 
-use super::gpu::{Activations, GemmShape, GpuModel};
+use super::gpu::{Activations, GpuModel};
 use super::gpu_dot::GpuDot;
+use super::plan::GemmShape;
 use super::plan::{FitFigures, KernelPlan, PlannedGemm};
 use super::tensor_core::Arch;
 use crate::error::{CollectError, Result};

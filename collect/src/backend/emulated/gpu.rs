@@ -10,26 +10,12 @@ use hspi_datasets::{KernelOptions, NumericFormat, Platform};
 use super::gpu_dot::GpuDot;
 use super::im2col;
 use super::max_pool2;
-use super::plan::KernelPlan;
+use super::plan::{GemmShape, KernelPlan};
 use super::tensor_core::Arch;
 use crate::backend::ImageRunner;
 use crate::error::{CollectError, Result};
 use crate::rounding::{round_bf16, round_f16};
 use crate::zoo::{ImageModel, Layer};
-
-/// A GEMM as cuBLAS sees it: C (m × n) = A (m × k) · B (k × n).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-pub struct GemmShape {
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-}
-
-impl std::fmt::Display for GemmShape {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}×{}×{}", self.m, self.n, self.k)
-    }
-}
 
 /// Where each GEMM's kernel comes from.
 #[derive(Debug, Clone)]

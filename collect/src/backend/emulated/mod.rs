@@ -15,10 +15,10 @@ pub mod plan;
 pub mod tensor_core;
 
 pub use gemm::Gemm;
-pub use gpu::{GemmShape, GpuImage, GpuModel, KernelSource};
+pub use gpu::{GpuImage, GpuModel, KernelSource};
 pub use gpu_dot::GpuDot;
 pub use grid::Emulated;
-pub use plan::{FitFigures, KernelPlan, KernelPlans, PlanFile, PlannedGemm};
+pub use plan::{FitFigures, GemmShape, KernelPlan, KernelPlans, PlanFile, PlannedGemm};
 pub use tensor_core::{Arch, BlockFma};
 
 use hspi_datasets::{KernelOptions, NumericFormat, Platform, ReductionOrder};

@@ -14,11 +14,24 @@ use hspi_datasets::{Emulation, Hardware, KernelOptions, Platform};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::gpu::GemmShape;
 use super::tensor_core::Arch;
 use crate::error::{CollectError, Result};
 
 pub const PLANS_SCHEMA: &str = "hspi-kernel-plans/1";
+
+/// A GEMM as cuBLAS sees it: C (m × n) = A (m × k) · B (k × n).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct GemmShape {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+impl std::fmt::Display for GemmShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}×{}×{}", self.m, self.n, self.k)
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedGemm {

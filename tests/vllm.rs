@@ -137,7 +137,7 @@ fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_refer
 /// an identity of its own (the safetensors' sha256).
 #[test]
 fn hspi_computes_the_checkpoint_vllm_serves_as_it_computes_the_gguf() {
-    use hspi_collect::serve::codec::Codec;
+    use hspi_collect::zoo::codec::Codec;
     let dir = common::vllm::checkpoint();
     let gguf = hspi_collect::zoo::smollm2::weights_path(None).unwrap();
     let (ours, theirs) = (

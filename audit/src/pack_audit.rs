@@ -121,7 +121,7 @@ fn check_weights(pack: &Pack, weights: &Path) -> Result<ModelInfo, AuditError> {
         return Ok(ModelInfo {
             id: model.id.clone(),
             weights_sha256: sha,
-            task: "causal-lm".into(),
+            task: hspi_datasets::CAUSAL_LM.into(),
         });
     }
     Err(AuditError::Usage(format!(

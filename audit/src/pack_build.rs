@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use hspi_collect::backend::{Backend, CandleCpu};
 use hspi_collect::llama::{LlamaBuild, LlamaServer};
-use hspi_collect::serve::codec::Codec;
 use hspi_collect::session::{EndpointOptions, EndpointSession};
+use hspi_collect::zoo::codec::Codec;
 use hspi_collect::zoo::{Model, ModelId};
 use hspi_collect::NoProgress;
 use hspi_datasets::{

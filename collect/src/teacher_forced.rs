@@ -14,9 +14,9 @@ use hspi_datasets::{
 use crate::backend::candle_cpu::{GgufAllPositions, ServedLm};
 use crate::error::{CollectError, Result};
 pub use crate::forced_server::ServerReference;
-use crate::serve::codec::Codec;
 use crate::serve::log_softmax;
 use crate::zoo::chat_template::Message;
+use crate::zoo::codec::Codec;
 use crate::zoo::ModelId;
 
 /// One format's engine, able to score every position of a given token sequence.

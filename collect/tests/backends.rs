@@ -20,7 +20,7 @@ fn model(id: ModelId) -> Model {
             info: ModelInfo {
                 id: "smollm2".into(),
                 weights_sha256: String::new(),
-                task: "causal-lm".into(),
+                task: hspi_datasets::CAUSAL_LM.into(),
             },
         },
     }

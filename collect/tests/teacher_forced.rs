@@ -4,10 +4,10 @@
 //! fresh context per token). Needs SmolLM2's cached weights (`.ci/setup`, `hspi fetch smollm2`).
 
 use hspi_collect::backend::candle_cpu::{QuantizedLm, ServedLm};
-use hspi_collect::serve::codec::Codec;
 use hspi_collect::serve::log_softmax;
 use hspi_collect::teacher_forced::ForcedReferences;
 use hspi_collect::zoo::chat_template::Message;
+use hspi_collect::zoo::codec::Codec;
 use hspi_collect::zoo::smollm2;
 use hspi_datasets::{GenerationParams, NumericFormat, Outputs, ProbeInput, Record, TokenStep};
 

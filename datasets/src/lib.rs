@@ -19,7 +19,10 @@ pub mod ulp;
 pub use asked_as::AskedAs;
 pub use eqc::Eqc;
 pub use error::DatasetError;
-pub use manifest::{Manifest, ModelInfo, ProbeSetInfo, Session, SCHEMA_VERSION};
+pub use manifest::{
+    Manifest, ModelInfo, ProbeSetInfo, Session, CAUSAL_LM, COMPLETION_ENDPOINT, IMAGE_CLASSIFIER,
+    SCHEMA_VERSION,
+};
 pub use platform::{
     Accumulator, Dimension, Engine, EngineKind, FormatFamily, GgufType, Hardware, KernelOptions,
     NumericFormat, PatternParseError, Platform, PlatformParseError, PlatformPattern,

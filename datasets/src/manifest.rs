@@ -23,9 +23,16 @@ pub struct ModelInfo {
     pub id: String,
     /// sha256 of the weights file as loaded.
     pub weights_sha256: String,
-    /// `image-classifier` or `causal-lm`.
+    /// [`IMAGE_CLASSIFIER`], [`CAUSAL_LM`] or [`COMPLETION_ENDPOINT`].
     pub task: String,
 }
+
+/// The task of a language model whose logits hspi computes (a dataset's `model.task`).
+pub const CAUSAL_LM: &str = "causal-lm";
+/// The task of an image model.
+pub const IMAGE_CLASSIFIER: &str = "image-classifier";
+/// The task of a model served remotely, known by its answers only.
+pub const COMPLETION_ENDPOINT: &str = "completion-endpoint";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeSetInfo {

@@ -203,7 +203,7 @@ mod tests {
             ModelInfo {
                 id: "m".into(),
                 weights_sha256: String::new(),
-                task: "causal-lm".into(),
+                task: hspi_datasets::CAUSAL_LM.into(),
             },
             &platforms,
             2,

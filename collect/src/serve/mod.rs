@@ -5,8 +5,6 @@
 //! context afresh, and requests are answered one at a time, so concurrent load cannot change the
 //! bits.
 
-pub mod codec;
-
 use hspi_datasets::top_label;
 use std::io::Read;
 use std::net::SocketAddr;
@@ -22,8 +20,8 @@ use serde_json::{json, Value};
 use crate::backend::{Batch, Runner};
 use crate::error::{CollectError, Result};
 use crate::zoo::chat_template::Message;
+use crate::zoo::codec::Codec;
 use crate::zoo::Model;
-use codec::Codec;
 
 const MAX_BODY: usize = 1 << 20;
 

@@ -154,7 +154,7 @@ impl EndpointSession {
             model: ModelInfo {
                 id: o.model.clone(),
                 weights_sha256: "unknown (served remotely)".into(),
-                task: "completion-endpoint".into(),
+                task: hspi_datasets::COMPLETION_ENDPOINT.into(),
             },
             probe_set: probe_set_info(&probes),
             platforms: o.label.iter().cloned().collect(),

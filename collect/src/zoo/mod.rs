@@ -5,6 +5,7 @@ mod cache;
 mod candle_layers;
 pub mod chat_template;
 pub mod cnn_digits;
+pub mod codec;
 pub mod compressed_tensors;
 pub mod digits;
 mod image_model;
@@ -82,7 +83,7 @@ impl Model {
                 let info = ModelInfo {
                     id: id.name().into(),
                     weights_sha256: weights_sha256(&path)?,
-                    task: "causal-lm".into(),
+                    task: hspi_datasets::CAUSAL_LM.into(),
                 };
                 Ok(Model::Lm { path, info })
             }
@@ -107,13 +108,13 @@ impl Model {
             Model::Image(m) => ModelInfo {
                 id: m.id.clone(),
                 weights_sha256: m.weights_sha256.clone(),
-                task: "image-classifier".into(),
+                task: hspi_datasets::IMAGE_CLASSIFIER.into(),
             },
             Model::Lm { info, .. } => info.clone(),
             Model::Tiny(lm) => ModelInfo {
                 id: tiny_lm::ID.into(),
                 weights_sha256: lm.weights_sha256.clone(),
-                task: "causal-lm".into(),
+                task: hspi_datasets::CAUSAL_LM.into(),
             },
         }
     }

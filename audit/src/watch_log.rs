@@ -45,12 +45,17 @@ impl RoundOutcome {
     }
 
     pub fn from_report(report: &Report) -> RoundOutcome {
-        let dimensions = match &report.evidence {
-            Evidence::Audit { verification, .. } | Evidence::Verify { verification } => {
-                verification.dimensions.clone()
-            }
-            _ => Vec::new(),
+        let (dimensions, down) = match &report.evidence {
+            Evidence::Audit { verification, .. } | Evidence::Verify { verification } => (
+                verification.dimensions.clone(),
+                verification.endpoint_down.clone(),
+            ),
+            _ => (Vec::new(), None),
         };
+        // An endpoint that went down before the evidence decided leaves the round without a
+        // verdict, as a refused connection does; an accusation that stood before it went down
+        // is kept as the round's verdict.
+        let error = down.filter(|_| report.summary.verdict == "inconclusive");
         RoundOutcome {
             verdict: report.summary.verdict.clone(),
             dimensions,
@@ -63,7 +68,7 @@ impl RoundOutcome {
             requests: report.spent.requests,
             output_tokens: report.spent.output_tokens,
             cost: report.spent.cost,
-            error: None,
+            error,
         }
     }
 }

@@ -14,7 +14,8 @@ use hspi_collect::zoo::codec::Codec;
 use hspi_collect::zoo::{Model, ModelId};
 use hspi_collect::NoProgress;
 use hspi_datasets::{
-    manifest::unix_now, Dataset, NumericFormat, OpenMode, Platform, ProbeInput, ProbeSet, Record,
+    manifest::unix_now, Dataset, FormatFamily, GgufType, NumericFormat, OpenMode, Platform,
+    ProbeInput, ProbeSet, Record,
 };
 use hspi_pack::{
     copy_tree, dataset_dirs, seal, Pack, PackError, PackManifest, PackModel, PackPlatform,
@@ -66,38 +67,43 @@ enum LocalFormat {
     Hspi(NumericFormat),
 }
 
+/// The formats llama.cpp makes here for a router word, beside hspi's schemes: fp32 and fp16 as
+/// themselves, int8 as q8_0, int4 as q4_0.
+const LLAMA_FOR_FAMILIES: [NumericFormat; 4] = [
+    NumericFormat::F32,
+    NumericFormat::F16,
+    NumericFormat::Gguf(GgufType::Q8_0),
+    NumericFormat::Gguf(GgufType::Q4_0),
+];
+
 /// `--formats` as the engines that compute them: exact formats as given, router words as every
-/// format they cover that an engine here computes (`int8`: llama.cpp's q8_0 and the W8A8
-/// scheme; `int4`: q4_0 and W4A16 at group 64, SmolLM2's widths being no multiple of 128).
+/// format of their family (`FormatFamily::covers`, from each format's row) that an engine here
+/// computes (`int8`: llama.cpp's q8_0 and the W8A8 scheme; `int4`: q4_0 and W4A16 at group 64,
+/// SmolLM2's widths being no multiple of 128).
 fn local_formats(words: &[String]) -> Result<Vec<LocalFormat>, AuditError> {
     use LocalFormat::{Hspi, Llama};
     let mut out = Vec::new();
     for word in words {
         let w = word.to_ascii_lowercase();
-        let formats: Vec<LocalFormat> = match w.as_str() {
-            "fp32" => vec![Llama("f32".into())],
-            "fp16" => vec![Llama("f16".into())],
-            "fp8" => vec![Hspi(NumericFormat::Fp8W8a16), Hspi(NumericFormat::Fp8W8a8)],
-            "int8" => vec![Llama("q8_0".into()), Hspi(NumericFormat::Int8W8a8)],
-            "int4" => vec![
-                Llama("q4_0".into()),
-                Hspi(NumericFormat::Int4W4a16 { group: 64 }),
-            ],
-            "fp4" => vec![
-                Hspi(NumericFormat::NvFp4A16),
-                Hspi(NumericFormat::NvFp4W4a4),
-                Hspi(NumericFormat::MxFp4),
-            ],
-            "nvfp4" => vec![
-                Hspi(NumericFormat::NvFp4A16),
-                Hspi(NumericFormat::NvFp4W4a4),
-            ],
-            "fp6" | "mxfp8" => {
-                return Err(AuditError::Usage(format!(
-                    "--formats {word}: no engine here computes a {word} format yet"
-                )))
+        let formats: Vec<LocalFormat> = match w.parse::<FormatFamily>() {
+            Ok(family) => {
+                let llama = LLAMA_FOR_FAMILIES
+                    .into_iter()
+                    .filter(|f| family.covers(*f))
+                    .map(|f| Llama(f.to_string()));
+                let hspi = hspi_collect::scheme::market_formats()
+                    .into_iter()
+                    .filter(|f| family.covers(*f))
+                    .map(Hspi);
+                let formats: Vec<LocalFormat> = llama.chain(hspi).collect();
+                if formats.is_empty() {
+                    return Err(AuditError::Usage(format!(
+                        "--formats {word}: no engine here computes a {word} format yet"
+                    )));
+                }
+                formats
             }
-            _ => match w.parse::<NumericFormat>() {
+            Err(_) => match w.parse::<NumericFormat>() {
                 Ok(f) if hspi_collect::scheme::for_format(f).is_some() => vec![Hspi(f)],
                 _ => vec![Llama(w.clone())],
             },
@@ -625,4 +631,52 @@ pub fn merge_into_pack(
     std::fs::rename(&work, dir).map_err(AuditError::io(dir))?;
     let _ = std::fs::remove_dir_all(&old);
     Ok(Pack::open(dir)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(w: &[&str]) -> Result<Vec<LocalFormat>, AuditError> {
+        local_formats(&w.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn router_words_stand_for_every_format_of_their_family_an_engine_here_computes() {
+        use LocalFormat::{Hspi, Llama};
+        assert_eq!(
+            words(&["int8"]).unwrap(),
+            [Llama("q8_0".into()), Hspi(NumericFormat::Int8W8a8)]
+        );
+        // A provider's spelling of the family, and formats already listed, add nothing twice.
+        assert_eq!(
+            words(&["w8a8", "q8_0", "int8"]).unwrap(),
+            words(&["int8"]).unwrap()
+        );
+        assert_eq!(
+            words(&["fp4"]).unwrap(),
+            [
+                Hspi(NumericFormat::NvFp4A16),
+                Hspi(NumericFormat::NvFp4W4a4),
+                Hspi(NumericFormat::MxFp4)
+            ]
+        );
+        assert_eq!(
+            words(&["int4", "FP16", "bf16"]).unwrap(),
+            [
+                Llama("q4_0".into()),
+                Hspi(NumericFormat::Int4W4a16 { group: 64 }),
+                Llama("f16".into()),
+                Hspi(NumericFormat::Bf16)
+            ]
+        );
+        // Exact formats as given: a GGUF file type through llama.cpp, a scheme through hspi.
+        assert_eq!(words(&["q5_k_m"]).unwrap(), [Llama("q5_k_m".into())]);
+        assert_eq!(
+            words(&["int4-w4a16-g128"]).unwrap(),
+            [Hspi(NumericFormat::Int4W4a16 { group: 128 })]
+        );
+        let e = words(&["fp6"]).unwrap_err().to_string();
+        assert!(e.contains("no engine here computes a fp6 format"), "{e}");
+    }
 }

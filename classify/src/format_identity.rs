@@ -20,7 +20,7 @@
 //! Q4_0 between −10 and +4.8 (its training prompts share 24 % of Q4_0's direction), never +10.
 //! With candle's references, llama.cpp's Q8_0 is 0.5–0.6 of candle's Q8_0 in size.
 
-use hspi_datasets::{FormatFamily, GgufType, NumericFormat};
+use hspi_datasets::{EvidenceClass, FormatFamily, NumericFormat};
 
 use crate::features::View;
 use crate::format_evidence::{matched_steps, within_engine_noise, BASE_REACH};
@@ -46,31 +46,19 @@ pub enum Signature {
     Size,
 }
 
-/// The signature of `format` served elsewhere.
+/// The signature of `format` served elsewhere, from its row's evidence class.
 pub fn signature(format: NumericFormat) -> Signature {
-    use NumericFormat as F;
-    match format {
-        // Weight-only at 4 bits, or fp8 weights under bf16 activations.
-        F::Int4 { .. } | F::Int4W4a16 { .. } | F::NvFp4A16 | F::MxFp4 | F::Fp8W8a16 => {
-            Signature::Pattern {
-                min_share: MIN_SHARE_4BIT,
-            }
-        }
+    match format.spec().evidence {
         // GGUF Q8_0 keeps 31–59 % of its pattern on llama.cpp's other build and on candle;
-        // a Q6_K file of a model whose rows fit no 256-block is mostly Q8_0 (SmolLM2's: 181 of
-        // 211 matrices; llama.cpp's answers keep 71 % of hspi's Q6_K pattern).
-        F::Gguf(GgufType::Q8_0 | GgufType::Q6K) | F::Int8 | F::Fp8E4m3 | F::Fp8E5m2 | F::MxInt8 => {
-            Signature::Pattern {
-                min_share: MIN_SHARE,
-            }
-        }
-        F::Gguf(_) => Signature::Pattern {
+        // llama.cpp's answers of SmolLM2's Q6_K file (mostly Q8_0) keep 71 % of hspi's.
+        EvidenceClass::Pattern => Signature::Pattern {
+            min_share: MIN_SHARE,
+        },
+        EvidenceClass::WeightPattern => Signature::Pattern {
             min_share: MIN_SHARE_4BIT,
         },
-        // bf16 everywhere (roundings at places each engine chooses), or activations quantised
-        // per token at run time, whose errors grow through the layers each engine's own way:
         // hspi's INT8 W8A8 and vLLM's share 19 % of their directions, their sizes within 3 %.
-        _ => Signature::Size,
+        EvidenceClass::Size => Signature::Size,
     }
 }
 

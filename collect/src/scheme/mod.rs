@@ -118,6 +118,25 @@ mod tests {
         }
     }
 
+    /// A format's row says it is weight-only exactly where its scheme leaves the activations as
+    /// they come; every other quantised scheme rounds them at run time.
+    #[test]
+    fn weight_only_rows_are_the_schemes_that_leave_activations_alone() {
+        let x: Vec<f32> = (0..256)
+            .map(|i| round_bf16(((i * 53 % 97) as f32 - 48.0) / 7.0))
+            .collect();
+        for f in market_formats() {
+            let mut y = x.clone();
+            for_format(f).unwrap().activations(&mut y, 64);
+            let quantised = hspi_datasets::FormatFamily::of(f).is_some_and(|fam| fam.quantised());
+            if f.spec().weight_only || !quantised {
+                assert_eq!(y, x, "{f}");
+            } else {
+                assert_ne!(y, x, "{f}");
+            }
+        }
+    }
+
     #[test]
     fn fp4_rounds_to_nearest_even_on_its_grid_and_saturates() {
         for (x, want) in [

@@ -103,34 +103,10 @@ impl NumericFormat {
 
 impl fmt::Display for NumericFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NumericFormat::F32 => f.write_str("f32"),
-            NumericFormat::Tf32 => f.write_str("tf32"),
-            NumericFormat::Bf16 => f.write_str("bf16"),
-            NumericFormat::F16 => f.write_str("f16"),
-            NumericFormat::Fp8E4m3 => f.write_str("fp8-e4m3"),
-            NumericFormat::Fp8E5m2 => f.write_str("fp8-e5m2"),
-            NumericFormat::Int8 => f.write_str("int8"),
-            NumericFormat::Fp8W8a16 => f.write_str("fp8-w8a16"),
-            NumericFormat::Fp8W8a8 => f.write_str("fp8-w8a8"),
-            NumericFormat::Int8W8a8 => f.write_str("int8-w8a8"),
-            NumericFormat::Int4 { group } => write!(f, "int4-g{group}"),
-            NumericFormat::Int4W4a16 { group } => write!(f, "int4-w4a16-g{group}"),
-            NumericFormat::MxInt8 => f.write_str("mxint8"),
-            NumericFormat::NvFp4A16 => f.write_str("nvfp4-a16"),
-            NumericFormat::NvFp4W4a4 => f.write_str("nvfp4-w4a4"),
-            NumericFormat::MxFp4 => f.write_str("mxfp4"),
-            NumericFormat::Gguf(t) => f.write_str(match t {
-                GgufType::Q8_0 => "q8_0",
-                GgufType::Q4_0 => "q4_0",
-                GgufType::Q4_1 => "q4_1",
-                GgufType::Q5_0 => "q5_0",
-                GgufType::Q5_1 => "q5_1",
-                GgufType::Q4K => "q4_k",
-                GgufType::Q6K => "q6_k",
-                GgufType::Q5KM => "q5_k_m",
-                GgufType::Q4KM => "q4_k_m",
-            }),
+        let name = self.spec().name;
+        match self.group() {
+            Some(group) => write!(f, "{name}{group}"),
+            None => f.write_str(name),
         }
     }
 }
@@ -138,20 +114,21 @@ impl fmt::Display for NumericFormat {
 impl FromStr for NumericFormat {
     type Err = FieldError;
     fn from_str(s: &str) -> Result<Self, FieldError> {
-        let group = |g: &str| match g.parse::<u32>() {
-            Ok(group) if group > 0 => Ok(group),
-            _ => Err(FieldError::new(
-                Dimension::Format,
-                format!("int4 group '{g}' must be a positive integer"),
-            )),
-        };
-        if let Some(g) = s.strip_prefix("int4-g") {
-            return Ok(NumericFormat::Int4 { group: group(g)? });
+        let formats = NumericFormat::all();
+        // A grouped format's name is its row's stem and any positive group size.
+        for f in &formats {
+            let Some(g) = s.strip_prefix(f.spec().name).filter(|_| f.spec().grouped) else {
+                continue;
+            };
+            return match g.parse::<u32>() {
+                Ok(group) if group > 0 => Ok(f.with_group(group)),
+                _ => Err(FieldError::new(
+                    Dimension::Format,
+                    format!("int4 group '{g}' must be a positive integer"),
+                )),
+            };
         }
-        if let Some(g) = s.strip_prefix("int4-w4a16-g") {
-            return Ok(NumericFormat::Int4W4a16 { group: group(g)? });
-        }
-        NumericFormat::all()
+        formats
             .into_iter()
             .find(|f| f.to_string() == s)
             .ok_or_else(|| {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::error::FieldError;
-use super::{Dimension, GgufType, NumericFormat};
+use super::{Dimension, NumericFormat};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FormatFamily {
@@ -54,29 +54,23 @@ impl FormatFamily {
         }
     }
 
-    /// Whether `format` is one of this family's: 8-bit integers include GGUF's 8-bit blocks and
-    /// W8A8, 4-bit integers GGUF's 4-bit blocks (q4_0, q4_1, q4_k, q4_k_m) and W4A16, whatever the group
+    /// Whether `format` is one of this family's: its row's family (`FormatSpec::family`) or
+    /// that family's parent. 8-bit integers include GGUF's 8-bit blocks and W8A8, 4-bit
+    /// integers GGUF's 4-bit blocks (q4_0, q4_1, q4_k, q4_k_m) and W4A16, whatever the group
     /// size; fp8 its weight-only and W8A8 schemes; fp4 NVFP4 and MXFP4. fp6 and mxfp8 cover no
     /// format hspi computes yet.
     pub fn covers(self, format: NumericFormat) -> bool {
-        use GgufType::*;
-        use NumericFormat as F;
+        format
+            .spec()
+            .family
+            .is_some_and(|f| f == self || f.parent() == Some(self))
+    }
+
+    /// The wider word a family is also sold under (NVFP4 and MXFP4 are both `fp4`).
+    pub fn parent(self) -> Option<FormatFamily> {
         match self {
-            FormatFamily::Fp32 => format == F::F32,
-            FormatFamily::Fp16 => format == F::F16,
-            FormatFamily::Bf16 => format == F::Bf16,
-            FormatFamily::Fp8 => {
-                matches!(format, F::Fp8E4m3 | F::Fp8E5m2 | F::Fp8W8a16 | F::Fp8W8a8)
-            }
-            FormatFamily::Int8 => matches!(format, F::Int8 | F::Int8W8a8 | F::Gguf(Q8_0)),
-            FormatFamily::Int4 => matches!(
-                format,
-                F::Int4 { .. } | F::Int4W4a16 { .. } | F::Gguf(Q4_0 | Q4_1 | Q4K | Q4KM)
-            ),
-            FormatFamily::Fp4 => matches!(format, F::NvFp4A16 | F::NvFp4W4a4 | F::MxFp4),
-            FormatFamily::NvFp4 => matches!(format, F::NvFp4A16 | F::NvFp4W4a4),
-            FormatFamily::MxFp4 => format == F::MxFp4,
-            FormatFamily::Fp6 | FormatFamily::MxFp8 => false,
+            FormatFamily::NvFp4 | FormatFamily::MxFp4 => Some(FormatFamily::Fp4),
+            _ => None,
         }
     }
 
@@ -94,13 +88,7 @@ impl FormatFamily {
     /// The family `format` belongs to, for reports that print both names (the narrowest one:
     /// `nvfp4` rather than `fp4`).
     pub fn of(format: NumericFormat) -> Option<FormatFamily> {
-        let mut covering = FormatFamily::ALL.into_iter().filter(|f| f.covers(format));
-        let first = covering.next()?;
-        Some(
-            covering
-                .find(|f| matches!(f, FormatFamily::NvFp4 | FormatFamily::MxFp4))
-                .unwrap_or(first),
-        )
+        format.spec().family
     }
 }
 

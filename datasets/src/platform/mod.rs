@@ -12,6 +12,7 @@ mod engine;
 mod error;
 mod format;
 mod format_family;
+mod format_spec;
 mod hardware;
 mod kernel;
 mod pattern;
@@ -23,6 +24,7 @@ pub use error::{
 };
 pub use format::{GgufType, NumericFormat};
 pub use format_family::FormatFamily;
+pub use format_spec::{EvidenceClass, FormatSpec};
 pub use hardware::Hardware;
 pub use kernel::{Accumulator, KernelOptions, ReductionOrder};
 pub use pattern::PlatformPattern;

@@ -303,6 +303,14 @@ fn hspi_serve_answers_both_apis_bit_identically_and_formats_differ() {
     assert!(steps
         .iter()
         .all(|s| s.logprob.as_ref().unwrap().exact_f32 && s.top.len() == 5));
+    // Each record keeps how its prompt was asked, as the API shape asked it.
+    let asked = |d: &std::path::Path| {
+        let recs = hspi_datasets::Dataset::open(d).unwrap().records().unwrap();
+        recs.iter().map(|r| r.asked_as).collect::<Vec<_>>()
+    };
+    use hspi_datasets::AskedAs;
+    assert!(asked(&a).iter().all(|x| *x == Some(AskedAs::ChatTemplate)));
+    assert!(asked(&c).iter().all(|x| *x == Some(AskedAs::RawPrompt)));
 }
 
 #[test]

@@ -124,6 +124,7 @@ mod tests {
             timing_us: 0,
             usage: None,
             served: None,
+            asked_as: None,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use hspi_datasets::{Presentation, Record};
+use hspi_datasets::{AskedAs, Presentation, Record};
 use ndarray::Array2;
 
 use crate::features::{FeatureKind, FeatureSpec, View};
@@ -14,14 +14,9 @@ pub struct ReferenceIndex {
     /// probe → output hash → reference platforms that answered exactly that.
     hashes: HashMap<String, HashMap<String, Vec<String>>>,
     platforms: BTreeSet<String>,
-    /// probe → how the references to it were asked (see [`asked_as`]).
-    asked: HashMap<String, BTreeSet<&'static str>>,
-}
-
-/// How a prompt reached the model, as messages name it (see [`hspi_datasets::AskedAs`]): answers
-/// asked one way are compared only with references asked the same way.
-pub fn asked_as(target: &str) -> &'static str {
-    hspi_datasets::AskedAs::of(target).name()
+    /// probe → how the references to it were asked: answers asked one way are compared only
+    /// with references asked the same way.
+    asked: HashMap<String, BTreeSet<AskedAs>>,
 }
 
 impl ReferenceIndex {
@@ -52,11 +47,11 @@ impl ReferenceIndex {
         self.asked
             .entry(r.probe_id.clone())
             .or_default()
-            .insert(asked_as(&r.target));
+            .insert(r.asked_as());
     }
 
     /// How the references to this probe were asked (empty without references).
-    pub fn asked(&self, probe: &str) -> Vec<&'static str> {
+    pub fn asked(&self, probe: &str) -> Vec<AskedAs> {
         self.asked
             .get(probe)
             .map(|a| a.iter().copied().collect())

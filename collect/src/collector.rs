@@ -145,6 +145,7 @@ fn answer_all(
                     &probe.id,
                     &spec.id,
                     spec.platform.clone(),
+                    target.asked_as(),
                     per_probe,
                 ));
             }

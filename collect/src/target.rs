@@ -1,7 +1,9 @@
 //! Targets answer probes. A local target is a zoo model on a backend at a platform; HTTP
 //! endpoints are targets too. The collector sees only this trait.
 
-use hspi_datasets::{LogitBits, Outputs, Platform, Probe, ProbeInput, Record, Served, Usage};
+use hspi_datasets::{
+    AskedAs, LogitBits, Outputs, Platform, Probe, ProbeInput, Record, Served, Usage,
+};
 
 use crate::backend::{self, Batch, Runner};
 use crate::error::{CollectError, Result};
@@ -11,6 +13,9 @@ pub trait Target {
     /// Stable identity, stored in every record (`local:MODEL@PLATFORM`, or an endpoint).
     fn id(&self) -> &str;
     fn platform(&self) -> Option<&Platform>;
+    /// How its prompts reach the model (an endpoint's API shape says; hspi's own computation is
+    /// `Local`), kept in every record.
+    fn asked_as(&self) -> AskedAs;
     /// How many probes one call answers together (the platform's batch size).
     fn batch_size(&self) -> usize;
     /// How many batches one `answer` call may take: a target that computes independent batches
@@ -37,6 +42,7 @@ impl Answer {
         probe_id: &str,
         target: &str,
         platform: Option<Platform>,
+        asked_as: AskedAs,
         timing_us: u64,
     ) -> Record {
         Record {
@@ -47,6 +53,7 @@ impl Answer {
             timing_us,
             usage: self.usage,
             served: Served::from_answer(self.served_model, self.system_fingerprint),
+            asked_as: Some(asked_as),
         }
     }
 }
@@ -112,6 +119,9 @@ impl Target for LocalTarget {
     }
     fn platform(&self) -> Option<&Platform> {
         Some(self.runner.platform())
+    }
+    fn asked_as(&self) -> AskedAs {
+        AskedAs::Local
     }
     fn batch_size(&self) -> usize {
         self.runner.batch_size()

@@ -272,7 +272,7 @@ impl ForcedReferences {
     /// The context an answer is scored on: the prompt's tokens then the provider's, and how many
     /// of them are the prompt's.
     pub fn context_ids(&self, input: &ProbeInput, answer: &Record) -> Result<(Vec<u32>, usize)> {
-        let chat = AskedAs::of(&answer.target) == AskedAs::ChatTemplate;
+        let chat = answer.asked_as() == AskedAs::ChatTemplate;
         let mut ids = self.prompt_ids(input, chat)?;
         let prompt = ids.len();
         ids.extend(self.answer_ids(answer)?);
@@ -323,6 +323,7 @@ impl ForcedReferences {
                 timing_us: elapsed.as_micros() as u64,
                 usage: None,
                 served: None,
+                asked_as: Some(answer.asked_as()),
             };
             Ok((record, elapsed.as_secs_f64()))
         });

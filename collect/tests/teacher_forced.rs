@@ -47,6 +47,7 @@ fn greedy(
         timing_us: 0,
         usage: None,
         served: None,
+        asked_as: None,
     };
     (record, values)
 }

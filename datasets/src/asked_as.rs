@@ -1,10 +1,14 @@
-//! How a prompt reached the model, read from a record's target: through the server's chat
-//! template, as raw text (legacy completions, SGLang's `/generate`), or computed by hspi itself.
-//! The same prompt asked otherwise is another input: answers are compared only with references
-//! asked the same way, and references on an answer's tokens read its prompt the way it was asked.
+//! How a prompt reached the model: through the server's chat template, as raw text (legacy
+//! completions, SGLang's `/generate`), or computed by hspi itself. The API shape that asked says
+//! so (`hspi_api::ApiShape::asked_as`) and each record keeps it. The same prompt asked otherwise
+//! is another input: answers are compared only with references asked the same way, and
+//! references on an answer's tokens read its prompt the way it was asked.
+
+use serde::{Deserialize, Serialize};
 
 /// How a prompt reached the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AskedAs {
     /// An endpoint's chat completions (`…/chat/completions`): the chat template applied.
     ChatTemplate,
@@ -15,8 +19,10 @@ pub enum AskedAs {
 }
 
 impl AskedAs {
-    /// Read from a record's target (an endpoint URL, with `#model` or a query, or a local id).
-    pub fn of(target: &str) -> AskedAs {
+    /// Read from the target of a record written before records kept how they were asked (an
+    /// endpoint URL, with `#model` or a query, or a local id): the shapes hspi spoke then were
+    /// chat completions (the template), legacy completions and SGLang's `/generate` (raw text).
+    pub fn of_legacy_target(target: &str) -> AskedAs {
         let url = target.split(['#', '?']).next().unwrap_or(target);
         let path = url.trim_end_matches('/');
         if path.ends_with("/chat/completions") {
@@ -43,7 +49,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_target_says_how_the_prompt_was_asked() {
+    fn a_legacy_target_says_how_the_prompt_was_asked() {
         for (target, asked) in [
             (
                 "http://127.0.0.1:8080/v1/chat/completions#smollm2",
@@ -63,7 +69,7 @@ mod tests {
                 AskedAs::Local,
             ),
         ] {
-            assert_eq!(AskedAs::of(target), asked, "{target}");
+            assert_eq!(AskedAs::of_legacy_target(target), asked, "{target}");
         }
     }
 }

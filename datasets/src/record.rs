@@ -3,6 +3,7 @@
 use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::asked_as::AskedAs;
 use crate::platform::Platform;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,9 +21,20 @@ pub struct Record {
     /// What an endpoint said about itself when answering (model name, fingerprint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served: Option<Served>,
+    /// How the prompt reached the model (absent from records written before it was kept: see
+    /// [`Record::asked_as`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_as: Option<AskedAs>,
 }
 
 impl Record {
+    /// How the prompt reached the model: as recorded, or read from the target of a record
+    /// written before it was kept.
+    pub fn asked_as(&self) -> AskedAs {
+        self.asked_as
+            .unwrap_or_else(|| AskedAs::of_legacy_target(&self.target))
+    }
+
     /// What answered, as EQCs and comparisons name it: the platform label, or the target for an
     /// unlabelled endpoint record.
     pub fn platform_key(&self) -> String {
@@ -266,6 +278,7 @@ mod tests {
             timing_us: 3,
             usage: None,
             served: None,
+            asked_as: None,
         };
         let json = serde_json::to_string(&rec).unwrap();
         let back: Record = serde_json::from_str(&json).unwrap();

@@ -16,7 +16,7 @@ mod params;
 mod report;
 
 use hspi_datasets::top_label;
-use hspi_datasets::{Dimension, PlatformPattern, Presentation, Record};
+use hspi_datasets::{AskedAs, Dimension, PlatformPattern, Presentation, Record};
 
 pub use params::VerifyParams;
 pub use report::{QueryEvidence, Verdict, VerifyReport, ENDPOINT_DOWN_EXIT};
@@ -31,7 +31,7 @@ use crate::identify::output_tokens;
 use crate::integrity::{violations, Check};
 use crate::model::PlatformModel;
 use crate::model_evidence::ModelTally;
-use crate::references::{asked_as, ReferenceIndex};
+use crate::references::ReferenceIndex;
 use crate::sources::{sources, Answer, Context, EvidenceSource, Weighing};
 
 /// One answer weighed: the method, per class its log-likelihood, and per class its format
@@ -258,16 +258,18 @@ impl<'a> Verifier<'a> {
             self.tampered
                 .push(format!("probe {}: {}", record.probe_id, broken.join("; ")));
         }
-        let asked = asked_as(&record.target);
+        let asked = record.asked_as();
         let theirs = self.refs.asked(&record.probe_id);
         // hspi's own local computations format prompts as their engine does: not told apart.
-        let comparable = asked == "local"
+        let comparable = asked == AskedAs::Local
             || theirs.is_empty()
             || theirs.contains(&asked)
-            || theirs.contains(&"local");
+            || theirs.contains(&AskedAs::Local);
         if !comparable {
+            let theirs: Vec<&str> = theirs.iter().map(|a| a.name()).collect();
             self.incomparable = Some(format!(
-                "the answers were asked through the {asked}, hspi's references through the {}: the same prompt formatted otherwise is another input, so they cannot be compared\nhint: collect the references through the same API path as the audit (chat completions apply the chat template, legacy completions send the raw prompt)",
+                "the answers were asked through the {}, hspi's references through the {}: the same prompt formatted otherwise is another input, so they cannot be compared\nhint: collect the references through the same API path as the audit (chat completions apply the chat template, legacy completions send the raw prompt)",
+                asked.name(),
                 theirs.join(" and the ")
             ));
         }

@@ -18,7 +18,7 @@ pub use openai_completions::OpenAiCompletions;
 pub use request::{wire_seed, RequestOptions, MAX_WIRE_SEED};
 pub use sglang_generate::SglangGenerate;
 
-use hspi_datasets::GenerationParams;
+use hspi_datasets::{AskedAs, GenerationParams};
 
 /// One endpoint wire format.
 pub trait ApiShape: Sync + Send {
@@ -26,6 +26,10 @@ pub trait ApiShape: Sync + Send {
     fn name(&self) -> &'static str;
     /// The URL path it is served at, e.g. `/chat/completions`.
     fn url_suffix(&self) -> &'static str;
+    /// How a prompt it sends reaches the model (through the server's chat template, or as raw
+    /// text): recorded with each answer, so that answers are compared only with references
+    /// asked the same way.
+    fn asked_as(&self) -> AskedAs;
     /// The servers that speak it (`llama-server`, `vllm`, `sglang`): the live tests send its
     /// requests to each of these hspi can start.
     fn served_by(&self) -> &'static [&'static str];

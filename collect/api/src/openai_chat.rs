@@ -1,7 +1,7 @@
 //! OpenAI's chat completions (`/chat/completions`): the prompt as one user message, logprobs as
 //! `choices[0].logprobs.content[]` (llama-server, vLLM, SGLang alike).
 
-use hspi_datasets::GenerationParams;
+use hspi_datasets::{AskedAs, GenerationParams};
 use serde_json::json;
 
 use crate::envelope::{self, Parsed};
@@ -16,6 +16,9 @@ impl ApiShape for OpenAiChat {
     }
     fn url_suffix(&self) -> &'static str {
         "/chat/completions"
+    }
+    fn asked_as(&self) -> AskedAs {
+        AskedAs::ChatTemplate
     }
     fn served_by(&self) -> &'static [&'static str] {
         &["llama-server", "vllm", "sglang"]

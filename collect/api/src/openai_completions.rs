@@ -2,7 +2,7 @@
 //! answers carry logprobs in the legacy shape (`tokens`, `token_logprobs`, `top_logprobs`; vLLM,
 //! SGLang, llama-cpp-python) or, from llama-server, in the chat shape: both are read.
 
-use hspi_datasets::GenerationParams;
+use hspi_datasets::{AskedAs, GenerationParams};
 use serde_json::json;
 
 use crate::envelope::{self, Parsed};
@@ -17,6 +17,9 @@ impl ApiShape for OpenAiCompletions {
     }
     fn url_suffix(&self) -> &'static str {
         "/completions"
+    }
+    fn asked_as(&self) -> AskedAs {
+        AskedAs::RawPrompt
     }
     fn served_by(&self) -> &'static [&'static str] {
         &["llama-server", "vllm", "sglang"]

@@ -2,7 +2,7 @@
 //! apart, and logprobs in `meta_info` as `[logprob, token_id, text]` triples
 //! (`output_token_logprobs`, and `output_top_logprobs` per step).
 
-use hspi_datasets::{GenerationParams, Outputs, TokenStep, TopEntry, Usage};
+use hspi_datasets::{AskedAs, GenerationParams, Outputs, TokenStep, TopEntry, Usage};
 use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -51,6 +51,9 @@ impl ApiShape for SglangGenerate {
     }
     fn url_suffix(&self) -> &'static str {
         "/generate"
+    }
+    fn asked_as(&self) -> AskedAs {
+        AskedAs::RawPrompt
     }
     fn served_by(&self) -> &'static [&'static str] {
         &["sglang"]

@@ -2,7 +2,7 @@
 //! (tests/fixtures/NAME.json, an answer as its servers print it) with every logprob's bits.
 
 use hspi_api::{wire_seed, RequestOptions, MAX_WIRE_SEED, SHAPES};
-use hspi_datasets::{GenerationParams, Outputs};
+use hspi_datasets::{AskedAs, GenerationParams, Outputs};
 
 const SEED: u64 = 15_816_941_566_597_272_270;
 
@@ -65,6 +65,50 @@ fn every_shape_builds_requests_and_parses_its_fixture() {
                 shape.name()
             );
             assert!(!s.top.is_empty(), "{}", shape.name());
+        }
+    }
+}
+
+/// How a shape says it asks is what its request does: a chat-templated shape sends the prompt as
+/// a user message for the server's template, a raw one sends the prompt text itself. Records
+/// written before each kept how it was asked are read from their target URL: for the shapes of
+/// that time the reading agrees with the shape.
+#[test]
+fn every_shape_asks_as_it_says() {
+    const PROMPT: &str = "In the beginning";
+    for shape in SHAPES {
+        let params = GenerationParams {
+            max_tokens: 8,
+            temperature: 0.0,
+            top_logprobs: 5,
+            seed: None,
+        };
+        let body: serde_json::Value =
+            serde_json::from_str(&shape.body("m", PROMPT, &params, &RequestOptions::default()))
+                .unwrap();
+        let object = body.as_object().unwrap();
+        let raw = object.values().any(|v| v == PROMPT);
+        let messages = body["messages"].as_array();
+        match shape.asked_as() {
+            AskedAs::ChatTemplate => {
+                let m = messages.unwrap_or_else(|| panic!("{}: no messages", shape.name()));
+                assert_eq!(m.last().unwrap()["content"], PROMPT, "{}", shape.name());
+                assert!(!raw, "{}: the prompt also sent as text", shape.name());
+            }
+            AskedAs::RawPrompt => {
+                assert!(raw, "{}: the prompt is not sent as text", shape.name());
+                assert!(messages.is_none(), "{}: sends messages", shape.name());
+            }
+            AskedAs::Local => panic!("{}: an endpoint shape is never local", shape.name()),
+        }
+        if ["chat", "completions", "sglang"].contains(&shape.name()) {
+            let target = format!("http://127.0.0.1:8080/v1{}#m", shape.url_suffix());
+            assert_eq!(
+                AskedAs::of_legacy_target(&target),
+                shape.asked_as(),
+                "{}",
+                shape.name()
+            );
         }
     }
 }

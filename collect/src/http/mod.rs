@@ -13,7 +13,7 @@ pub use journal::{request_key, Journal, JournalEntry};
 
 use std::sync::Arc;
 
-use hspi_datasets::{manifest::unix_now, Platform, Probe, ProbeInput};
+use hspi_datasets::{manifest::unix_now, AskedAs, Platform, Probe, ProbeInput};
 
 use crate::error::{CollectError, Result};
 use crate::target::{Answer, Target};
@@ -186,6 +186,9 @@ impl Target for HttpTarget {
     }
     fn platform(&self) -> Option<&Platform> {
         self.platform.as_ref()
+    }
+    fn asked_as(&self) -> AskedAs {
+        self.shape.asked_as()
     }
     fn batch_size(&self) -> usize {
         self.concurrency.max(1)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hspi_datasets::{
-    manifest::unix_now, DatasetWriter, Hardware, Manifest, ModelInfo, OpenMode, Platform,
+    manifest::unix_now, AskedAs, DatasetWriter, Hardware, Manifest, ModelInfo, OpenMode, Platform,
     ProbeInput, ProbeSet, Record, SCHEMA_VERSION,
 };
 
@@ -276,9 +276,9 @@ impl EndpointSession {
         self.ask_probe(probe_id, false)
     }
 
-    /// Whether prompts reach the model through its chat template (chat completions).
+    /// Whether prompts reach the model through its chat template (as the API shape asks).
     pub fn asks_chat(&self) -> bool {
-        self.target.shape.url_suffix() == "/chat/completions"
+        self.target.shape.asked_as() == AskedAs::ChatTemplate
     }
 
     /// Failed attempts so far (timeouts, 5xx, malformed bodies …), counted apart from answers.
@@ -313,6 +313,7 @@ impl EndpointSession {
             &probe.id,
             &self.id,
             self.label.clone(),
+            self.target.asked_as(),
             started.elapsed().as_micros() as u64,
         );
         if !self.writer.is_done(&self.id, &record.probe_id) {

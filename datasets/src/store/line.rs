@@ -63,6 +63,7 @@ mod tests {
             timing_us: 12,
             usage: None,
             served: None,
+            asked_as: None,
         }
     }
 

@@ -67,6 +67,7 @@ fn record(probe: &Probe, v: f32) -> Record {
         timing_us: 1,
         usage: None,
         served: None,
+        asked_as: None,
     }
 }
 

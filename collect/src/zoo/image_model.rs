@@ -119,7 +119,51 @@ pub struct ImageModel {
     pub weights_sha256: String,
 }
 
+/// One step of the forward pass as a backend holds it: a GEMM with its weights and bias in the
+/// backend's own storage (`W`, `B`: rounded host values, device buffers), or a weightless layer.
+#[derive(Debug, Clone)]
+pub enum Step<W, B> {
+    Gemm {
+        weight: W,
+        bias: B,
+        rows: usize,
+        k: usize,
+        /// (kernel, padding) for a convolution.
+        conv: Option<(usize, usize)>,
+    },
+    Relu,
+    MaxPool2,
+    Flatten,
+}
+
 impl ImageModel {
+    /// The layers as a backend's steps, each GEMM's weights and bias stored by `store`.
+    pub fn steps<W, B>(
+        &self,
+        mut store: impl FnMut(GemmView<'_>) -> Result<(W, B)>,
+    ) -> Result<Vec<Step<W, B>>> {
+        self.layers
+            .iter()
+            .map(|layer| {
+                Ok(match (layer.gemm(), layer) {
+                    (Some(g), _) => {
+                        let (weight, bias) = store(g)?;
+                        Step::Gemm {
+                            weight,
+                            bias,
+                            rows: g.rows,
+                            k: g.k,
+                            conv: g.conv.map(|c| (c.kernel, c.padding)),
+                        }
+                    }
+                    (None, Layer::Relu) => Step::Relu,
+                    (None, Layer::MaxPool2) => Step::MaxPool2,
+                    (None, _) => Step::Flatten,
+                })
+            })
+            .collect()
+    }
+
     /// Build from safetensors bytes holding `NAME.weight` / `NAME.bias` for each named layer.
     pub fn from_safetensors(
         id: &str,

@@ -17,7 +17,7 @@ pub mod tiny_lm;
 pub use cache::cache_dir;
 pub use candle_layers::{forward_layers, CandleLayer};
 pub use image_model::{
-    named_tensors, sha256_hex, ConvShape, GemmView, ImageModel, Layer, LayerSpec,
+    named_tensors, sha256_hex, ConvShape, GemmView, ImageModel, Layer, LayerSpec, Step,
 };
 pub use tiny_lm::TinyLm;
 

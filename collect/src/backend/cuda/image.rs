@@ -14,21 +14,10 @@ use super::gemm::{DeviceMatrix, Gemm};
 use super::kernels::{Kernels, Storage};
 use crate::backend::ImageRunner;
 use crate::error::Result;
-use crate::zoo::{ImageModel, Layer};
+use crate::zoo::{ImageModel, Step};
 
-enum Step {
-    Layer {
-        weight: DeviceMatrix,
-        bias: CudaSlice<f32>,
-        rows: usize,
-        k: usize,
-        /// (kernel, padding) for a convolution.
-        conv: Option<(usize, usize)>,
-    },
-    Relu,
-    MaxPool2,
-    Flatten,
-}
+/// A step with its weights in the GEMM's operand type and its bias, on the device.
+type CudaStep = Step<DeviceMatrix, CudaSlice<f32>>;
 
 pub struct CudaImage {
     platform: Platform,
@@ -36,7 +25,7 @@ pub struct CudaImage {
     gemm: Gemm,
     kernels: Kernels,
     input_shape: [usize; 3],
-    steps: Vec<Step>,
+    steps: Vec<CudaStep>,
 }
 
 /// Host f32 values to the device in the GEMM operand type of `storage`.
@@ -67,21 +56,12 @@ pub(super) fn upload(
 impl CudaImage {
     pub fn new(platform: &Platform, model: &ImageModel) -> Result<CudaImage> {
         let (stream, gemm, kernels) = super::open(platform, &model.id)?;
-        let mut steps = Vec::new();
-        for layer in &model.layers {
-            steps.push(match (layer.gemm(), layer) {
-                (Some(g), _) => Step::Layer {
-                    weight: upload(&stream, g.weight, gemm.storage())?,
-                    bias: stream.clone_htod(g.bias).map_err(cuda_err)?,
-                    rows: g.rows,
-                    k: g.k,
-                    conv: g.conv.map(|c| (c.kernel, c.padding)),
-                },
-                (None, Layer::Relu) => Step::Relu,
-                (None, Layer::MaxPool2) => Step::MaxPool2,
-                (None, _) => Step::Flatten,
-            });
-        }
+        let steps = model.steps(|g| {
+            Ok((
+                upload(&stream, g.weight, gemm.storage())?,
+                stream.clone_htod(g.bias).map_err(cuda_err)?,
+            ))
+        })?;
         Ok(CudaImage {
             platform: platform.clone(),
             stream,
@@ -114,7 +94,7 @@ impl ImageRunner for CudaImage {
         self.kernels.round_to_storage(&mut x, storage)?;
         for step in &self.steps {
             match step {
-                Step::Layer {
+                Step::Gemm {
                     weight,
                     bias,
                     rows,

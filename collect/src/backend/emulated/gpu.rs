@@ -15,7 +15,7 @@ use super::tensor_core::Arch;
 use crate::backend::ImageRunner;
 use crate::error::{CollectError, Result};
 use crate::rounding::{round_bf16, round_f16};
-use crate::zoo::{ImageModel, Layer};
+use crate::zoo::{ImageModel, Step};
 
 /// Where each GEMM's kernel comes from.
 #[derive(Debug, Clone)]
@@ -33,21 +33,8 @@ impl KernelSource {
     }
 }
 
-#[derive(Debug, Clone)]
-enum Step {
-    Gemm {
-        /// Weights as stored on the GPU (rounded to f16/bf16 for those formats).
-        weight: Vec<f32>,
-        bias: Vec<f32>,
-        rows: usize,
-        k: usize,
-        /// (kernel, padding) for a convolution.
-        conv: Option<(usize, usize)>,
-    },
-    Relu,
-    MaxPool2,
-    Flatten,
-}
+/// A step with its weights as stored on the GPU (rounded to f16/bf16 for those formats).
+type GpuStep = Step<Vec<f32>, Vec<f32>>;
 
 /// A batch's activations: [batch][c][h][w], values as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +50,7 @@ pub struct GpuModel {
     pub arch: Arch,
     pub format: NumericFormat,
     input_shape: [usize; 3],
-    steps: Vec<Step>,
+    steps: Vec<GpuStep>,
 }
 
 impl GpuModel {
@@ -85,20 +72,12 @@ impl GpuModel {
             input_shape: model.input_shape,
             steps: Vec::new(),
         };
-        for layer in &model.layers {
-            m.steps.push(match (layer.gemm(), layer) {
-                (Some(g), _) => Step::Gemm {
-                    weight: g.weight.iter().map(|w| m.store(*w)).collect(),
-                    bias: g.bias.to_vec(),
-                    rows: g.rows,
-                    k: g.k,
-                    conv: g.conv.map(|c| (c.kernel, c.padding)),
-                },
-                (None, Layer::Relu) => Step::Relu,
-                (None, Layer::MaxPool2) => Step::MaxPool2,
-                (None, _) => Step::Flatten,
-            });
-        }
+        m.steps = model.steps(|g| {
+            Ok((
+                g.weight.iter().map(|w| m.store(*w)).collect(),
+                g.bias.to_vec(),
+            ))
+        })?;
         Ok(m)
     }
 

@@ -38,13 +38,15 @@ pub fn collect_grid(
     };
     let probes = hspi_probe::for_model(&model, c.probes, c.seed)?;
     Ok(session::collect_local(
-        &model,
-        &platforms,
-        &probes,
-        c.out,
-        c.mode,
-        c.command,
-        plans.as_ref(),
+        session::LocalCollection {
+            model: &model,
+            platforms: &platforms,
+            probes: &probes,
+            out: c.out,
+            mode: c.mode,
+            command: c.command,
+            emulate: plans.as_ref(),
+        },
         progress,
     )?)
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use hspi_classify::linear::TrainParams;
 use hspi_classify::verify::{Verdict, VerifyParams};
 use hspi_collect::http::BudgetLimits;
-use hspi_collect::session::{collect_local, EndpointOptions, EndpointSession};
+use hspi_collect::session::{collect_local, EndpointOptions, EndpointSession, LocalCollection};
 use hspi_collect::{grid, serve, zoo::TinyLm, Model, ModelId, NoProgress};
 use hspi_datasets::{Dataset, NumericFormat, OpenMode, Outputs, Platform};
 use hspi_reports::report::Evidence;
@@ -39,13 +39,15 @@ pub fn demo(o: &DemoOptions, lines: &Lines) -> Result<(), AuditError> {
     let platforms = grid::default_grid(model.id());
     let probes = hspi_probe::for_model(&model, &o.probes.to_string(), 1)?;
     let done = collect_local(
-        &model,
-        &platforms,
-        &probes,
-        &cnn,
-        OpenMode::Force,
-        &o.command,
-        None,
+        LocalCollection {
+            model: &model,
+            platforms: &platforms,
+            probes: &probes,
+            out: &cnn,
+            mode: OpenMode::Force,
+            command: &o.command,
+            emulate: None,
+        },
         &NoProgress,
     )?;
     (lines.status)(&done.to_string());

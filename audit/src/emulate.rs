@@ -70,12 +70,12 @@ fn complete(
 ) -> Result<Vec<Vec<f32>>, AuditError> {
     let missing = outputs.iter().filter(|o| o.is_none()).count();
     if missing > 0 {
-        return Err(AuditError::Usage(format!(
-            "{}: {platform} answered {} of {} probes; batches cannot be rebuilt with gaps",
-            dir.display(),
-            r.inputs.len() - missing,
-            r.inputs.len()
-        )));
+        return Err(AuditError::AnswersWithGaps {
+            dir: dir.display().to_string(),
+            platform: platform.to_string(),
+            answered: r.inputs.len() - missing,
+            of: r.inputs.len(),
+        });
     }
     Ok(outputs.iter().flatten().cloned().collect())
 }
@@ -87,15 +87,16 @@ fn selected<'r>(
 ) -> Result<Vec<&'r PlatformOutputs>, AuditError> {
     for p in only {
         if !r.platforms.iter().any(|(q, _)| q == p) {
-            return Err(AuditError::Usage(format!(
-                "{}: no GPU platform {p} in this dataset (it holds: {})",
-                dir.display(),
-                r.platforms
+            return Err(AuditError::NoSuchGpuPlatform {
+                dir: dir.display().to_string(),
+                platform: p.to_string(),
+                holds: r
+                    .platforms
                     .iter()
                     .map(|(q, _)| q.to_string())
                     .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+                    .join(", "),
+            });
         }
     }
     Ok(r.platforms
@@ -193,11 +194,10 @@ pub fn check_plans(
         });
     }
     if out.is_empty() {
-        return Err(AuditError::Usage(format!(
-            "{} has no plan for any GPU platform of {}",
-            plans_file.display(),
-            answers.display()
-        )));
+        return Err(AuditError::NoPlans {
+            plans: plans_file.display().to_string(),
+            answers: answers.display().to_string(),
+        });
     }
     Ok(out)
 }

@@ -31,10 +31,10 @@ pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditEr
     let train = load_one_model(o.train)?;
     let mut test = load_one_model(o.test)?;
     if test.model != train.model {
-        return Err(AuditError::Usage(format!(
-            "training model {} and test model {} differ (use --transfer for cross-model tests)",
-            train.model.id, test.model.id
-        )));
+        return Err(AuditError::ModelsDiffer {
+            train: train.model.id.clone(),
+            test: test.model.id.clone(),
+        });
     }
     let mode = hspi_classify::evidence::detect(&train.records)?;
     let extra = load_references(&o.spec.references)?;

@@ -58,7 +58,7 @@ pub struct PackAudit<'a> {
 pub(crate) fn open_pack(dir: Option<&Path>, model: &str) -> Result<Pack, AuditError> {
     Ok(match (dir, model) {
         (Some(dir), _) => Pack::open(dir)?,
-        (None, "") => return Err(AuditError::Usage("hspi audit needs --pack DIR, --model NAME (to use its installed pack), or --classifier FILE --references DIRS".into())),
+        (None, "") => return Err(AuditError::NoReferences),
         (None, m) => hspi_pack::find_installed(&hspi_collect::zoo::cache_dir(), m)?,
     })
 }
@@ -124,18 +124,17 @@ fn check_weights(pack: &Pack, weights: &Path) -> Result<ModelInfo, AuditError> {
             task: hspi_datasets::CAUSAL_LM.into(),
         });
     }
-    Err(AuditError::Usage(format!(
-        "--weights {}: sha256 {} is not the weights of pack {}'s model {} ({})\nhint: pass the weights the pack was built from (`hspi fetch {}` prints their path)",
-        weights.display(),
-        hspi_datasets::short_id(&sha),
-        pack.manifest.name,
-        model.id,
-        model
+    Err(AuditError::WeightsNotThePacks {
+        weights: weights.display().to_string(),
+        sha: hspi_datasets::short_id(&sha).to_string(),
+        pack: pack.manifest.name.clone(),
+        model: model.id.clone(),
+        expected: model
             .weights_sha256
             .as_deref()
-            .map_or("the pack names none", hspi_datasets::short_id),
-        model.id
-    )))
+            .map_or("the pack names none", hspi_datasets::short_id)
+            .to_string(),
+    })
 }
 
 pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError> {

@@ -97,9 +97,7 @@ fn local_formats(words: &[String]) -> Result<Vec<LocalFormat>, AuditError> {
                     .map(Hspi);
                 let formats: Vec<LocalFormat> = llama.chain(hspi).collect();
                 if formats.is_empty() {
-                    return Err(AuditError::Usage(format!(
-                        "--formats {word}: no engine here computes a {word} format yet"
-                    )));
+                    return Err(AuditError::NoEngineForFamily { word: word.clone() });
                 }
                 formats
             }
@@ -120,9 +118,7 @@ fn local_formats(words: &[String]) -> Result<Vec<LocalFormat>, AuditError> {
 /// The trusted endpoints as collection options (the label parsed).
 fn trusted_endpoints(b: &PackBuild) -> Result<Vec<EndpointOptions>, AuditError> {
     if b.labels.len() != b.endpoints.len() {
-        return Err(AuditError::Usage(
-            "each --reference-endpoint needs its --label PLATFORM, in the same order".into(),
-        ));
+        return Err(AuditError::EndpointLabelsUnpaired);
     }
     b.endpoints
         .iter()
@@ -198,12 +194,11 @@ fn collect_platform(
     source: String,
     lines: &Lines,
 ) -> Result<(), AuditError> {
-    let label = o.label.as_ref().map(|l| l.to_string()).ok_or_else(|| {
-        AuditError::Usage(format!(
-            "--reference-endpoint {} needs --label PLATFORM (what the trusted endpoint runs)",
-            o.url
-        ))
-    })?;
+    let label = o
+        .label
+        .as_ref()
+        .map(|l| l.to_string())
+        .ok_or_else(|| AuditError::EndpointWithoutLabel { url: o.url.clone() })?;
     (lines.status)(&format!(
         "collecting {} pool prompts for {label} from {}",
         b.pool.probes.len(),
@@ -247,9 +242,7 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
         (g, _) => g.clone(),
     };
     if b.formats.is_empty() && b.endpoints.is_empty() {
-        return Err(AuditError::Usage(
-            "nothing to build references from: give --formats (run llama.cpp here) or --reference-endpoint URL --label PLATFORM".into(),
-        ));
+        return Err(AuditError::NothingToBuild);
     }
     if b.out.exists()
         && std::fs::read_dir(b.out)
@@ -258,10 +251,9 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
             .is_some()
     {
         if !b.force {
-            return Err(AuditError::Usage(format!(
-                "{} already exists\nhint: pass --force to replace it, or `hspi pack merge {0} DATASETS` to add platforms",
-                b.out.display()
-            )));
+            return Err(AuditError::OutExists {
+                path: b.out.display().to_string(),
+            });
         }
         std::fs::remove_dir_all(b.out).map_err(AuditError::io(b.out))?;
     }
@@ -276,9 +268,9 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
         weights_sha256 = Some(sha);
     }
     if !b.formats.is_empty() {
-        let gguf = gguf.as_ref().ok_or_else(|| {
-            AuditError::Usage("--formats needs --gguf FILE (the weights to requantise)".into())
-        })?;
+        let gguf = gguf
+            .as_ref()
+            .ok_or_else(|| AuditError::FormatsWithoutWeights)?;
         let local = local_formats(&b.formats)?;
         let llama: Vec<&String> = local
             .iter()
@@ -382,22 +374,18 @@ fn hspi_engine(
     weights: &Path,
     format: NumericFormat,
 ) -> Result<(EndpointOptions, hspi_collect::serve::ServerHandle), AuditError> {
-    let id = ModelId::parse(&b.model).map_err(|_| {
-        AuditError::Usage(format!(
-            "--formats {format}: hspi's own engine computes the zoo's language models (smollm2), not {}\nhint: collect {format} from an endpoint that serves it (--reference-endpoint URL --label PLATFORM)",
-            b.model
-        ))
+    let id = ModelId::parse(&b.model).map_err(|_| AuditError::NotAZooModel {
+        format: format.to_string(),
+        model: b.model.clone(),
     })?;
     let model = Model::load(id, Some(weights))?;
     let platform = CandleCpu
         .platforms(id)?
         .into_iter()
         .find(|p| p.format == format)
-        .ok_or_else(|| {
-            AuditError::Usage(format!(
-                "--formats {format}: hspi's engine does not compute {} at it",
-                b.model
-            ))
+        .ok_or_else(|| AuditError::FormatNotComputed {
+            format: format.to_string(),
+            model: b.model.clone(),
         })?;
     let server = hspi_collect::serve::start(model, &platform, "127.0.0.1:0")?;
     let o = EndpointOptions {
@@ -461,10 +449,11 @@ fn prompt_tokens(
         let n = codec.chat_prompt_tokens(text)? as u64;
         if let Some(&served) = billed.get(p.id.as_str()) {
             if served != n && endpoints.is_empty() {
-                return Err(AuditError::Usage(format!(
-                    "prompt {}: hspi's tokenizer counts {n} tokens, the local llama-server billed {served}: billing checks would be wrong\nhint: the GGUF's tokenizer or chat template is one hspi does not reproduce",
-                    p.id
-                )));
+                return Err(AuditError::TokenCountsDiffer {
+                    prompt: p.id.clone(),
+                    ours: n,
+                    billed: served,
+                });
             }
         }
         counts.insert(p.id.clone(), n);
@@ -489,11 +478,10 @@ fn finish(
     let references = dataset_dirs(dir, REFERENCES)?;
     let repeats = dataset_dirs(dir, REPEATS)?;
     if sources.len() < 2 {
-        return Err(AuditError::Usage(format!(
-            "{}: references of {} platform only: a verdict weighs the claim against alternatives\nhint: add --formats (llama.cpp here) or another --reference-endpoint URL --label PLATFORM (e.g. the same API at another precision)",
-            dir.display(),
-            sources.len()
-        )));
+        return Err(AuditError::TooFewPlatforms {
+            dir: dir.display().to_string(),
+            count: sources.len(),
+        });
     }
     let trained = train_on_shared_probes(TrainOptions {
         datasets: &references,
@@ -591,22 +579,20 @@ pub fn merge_into_pack(
             }
             let records = data.records()?;
             if let Some(r) = records.iter().find(|r| r.platform.is_none()) {
-                return Err(AuditError::Usage(format!(
-                    "{}: the answer to probe {} carries no platform label: a reference must say what produced it\nhint: collect with --label PLATFORM",
-                    d.display(),
-                    r.probe_id
-                )));
+                return Err(AuditError::UnlabelledReference {
+                    dir: d.display().to_string(),
+                    probe: r.probe_id.clone(),
+                });
             }
             let shared = records
                 .iter()
                 .filter(|r| in_pool.contains(r.probe_id.as_str()))
                 .count();
             if shared == 0 {
-                return Err(AuditError::Usage(format!(
-                    "{} shares no prompt with the pack's pool ({} prompts): its answers could never be compared",
-                    d.display(),
-                    pool.probes.len()
-                )));
+                return Err(AuditError::NoSharedPrompt {
+                    dir: d.display().to_string(),
+                    pool: pool.probes.len(),
+                });
             }
             let platform = records[0].platform_key();
             (lines.status)(&format!(

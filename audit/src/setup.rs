@@ -111,9 +111,9 @@ impl VerifySetup {
 pub(crate) fn format_claim(claim: &str) -> Result<PlatformPattern, AuditError> {
     let claim: PlatformPattern = claim.parse()?;
     if claim.get(Dimension::Format).is_none() {
-        return Err(AuditError::Usage(format!(
-            "claim {claim} names no format: fresh prompts (--weights) test the format and the model\nhint: claim a format, e.g. --claim '*/*/f16/*'"
-        )));
+        return Err(AuditError::ClaimNamesNoFormat {
+            claim: claim.to_string(),
+        });
     }
     let others: Vec<Dimension> = Dimension::ALL
         .into_iter()
@@ -141,10 +141,10 @@ fn answers(
         data.records
             .retain(|r| r.platform.as_ref() == Some(platform));
         if data.records.is_empty() {
-            return Err(AuditError::Usage(format!(
-                "--answers-of {platform}: no such answers in the datasets (they hold: {})",
-                labels.join(", ")
-            )));
+            return Err(AuditError::NoSuchAnswers {
+                platform: platform.to_string(),
+                holds: labels.join(", "),
+            });
         }
     }
     for r in &mut data.records {

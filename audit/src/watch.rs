@@ -33,10 +33,9 @@ impl WatchProvider {
     /// `NAME=URL[,claim=SPEC][,api-key-env=VAR]` (`--provider`); `claim` defaults to
     /// `default_claim` (`--claim`).
     pub fn parse(spec: &str, default_claim: Option<&str>) -> Result<WatchProvider, AuditError> {
-        let bad = |why: &str| {
-            AuditError::Usage(format!(
-                "--provider '{spec}': {why} (expected NAME=URL[,claim=SPEC][,api-key-env=VAR])"
-            ))
+        let bad = |why: &str| AuditError::BadProvider {
+            spec: spec.to_string(),
+            why: why.to_string(),
         };
         let (name, rest) = spec.split_once('=').ok_or_else(|| bad("no '='"))?;
         let mut parts = rest.split(',');
@@ -88,9 +87,9 @@ pub fn parse_every(text: &str) -> Result<Duration, AuditError> {
     };
     match number.parse::<f64>() {
         Ok(n) if n >= 0.0 && scale.is_finite() => Ok(Duration::from_secs_f64(n * scale)),
-        _ => Err(AuditError::Usage(format!(
-            "--every '{text}': expected a pause such as 90s, 30m, 2h or 1d"
-        ))),
+        _ => Err(AuditError::BadPause {
+            text: text.to_string(),
+        }),
     }
 }
 
@@ -138,22 +137,17 @@ impl WatchPlan {
         seed: u64,
     ) -> Result<WatchPlan, AuditError> {
         if providers.is_empty() {
-            return Err(AuditError::Usage(
-                "hspi watch needs at least one --provider NAME=URL".into(),
-            ));
+            return Err(AuditError::NoProviders);
         }
         let mut names: Vec<&str> = providers.iter().map(|p| p.name.as_str()).collect();
         names.sort_unstable();
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(AuditError::Usage(format!(
-                "--provider {} is named twice",
-                w[0]
-            )));
+            return Err(AuditError::ProviderTwice {
+                name: w[0].to_string(),
+            });
         }
         if rounds == 0 || !(0.0..1.0).contains(&jitter) {
-            return Err(AuditError::Usage(format!(
-                "--rounds must be at least 1 and the jitter in [0, 1), not {rounds} and {jitter}"
-            )));
+            return Err(AuditError::BadRounds { rounds, jitter });
         }
         Ok(WatchPlan {
             providers,
@@ -183,9 +177,11 @@ impl WatchPlan {
         let path = dir.join(Self::FILE);
         let plan = match std::fs::read_to_string(&path) {
             Ok(text) => {
-                let old: WatchPlan = serde_json::from_str(&text).map_err(|e| {
-                    AuditError::Usage(format!("{}: not a watch plan: {e}", path.display()))
-                })?;
+                let old: WatchPlan =
+                    serde_json::from_str(&text).map_err(|e| AuditError::NotAWatchPlan {
+                        path: path.display().to_string(),
+                        why: e.to_string(),
+                    })?;
                 if old.providers != self.providers {
                     let names = |p: &[WatchProvider]| {
                         p.iter()
@@ -193,12 +189,11 @@ impl WatchPlan {
                             .collect::<Vec<_>>()
                             .join(" ")
                     };
-                    return Err(AuditError::Usage(format!(
-                        "{} watches {}, not {}: resume with the same --provider list, or watch into another --out",
-                        dir.display(),
-                        names(&old.providers),
-                        names(&self.providers)
-                    )));
+                    return Err(AuditError::WatchProvidersDiffer {
+                        dir: dir.display().to_string(),
+                        old: names(&old.providers),
+                        new: names(&self.providers),
+                    });
                 }
                 WatchPlan {
                     seed: old.seed,
@@ -217,15 +212,15 @@ impl WatchPlan {
     /// The plan recorded in `dir`.
     pub fn load(dir: &Path) -> Result<WatchPlan, AuditError> {
         let path = dir.join(Self::FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            AuditError::Usage(format!(
-                "{}: {e} (is {} a watch directory, written by `hspi watch --out`?)",
-                path.display(),
-                dir.display()
-            ))
+        let text = std::fs::read_to_string(&path).map_err(|e| AuditError::NotAWatchDir {
+            path: path.display().to_string(),
+            dir: dir.display().to_string(),
+            why: e.to_string(),
         })?;
-        serde_json::from_str(&text)
-            .map_err(|e| AuditError::Usage(format!("{}: not a watch plan: {e}", path.display())))
+        serde_json::from_str(&text).map_err(|e| AuditError::NotAWatchPlan {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })
     }
 
     /// The seed of round `round`'s draw for `provider`: fixed by the watch's seed, so a resumed
@@ -375,7 +370,10 @@ mod tests {
         ) -> Result<RoundOutcome, AuditError> {
             if self.fail_at.as_ref() == Some(&(round, p.name.clone())) {
                 self.fail_at = None;
-                return Err(AuditError::Usage("killed".into()));
+                return Err(AuditError::Io {
+                    path: "round".into(),
+                    source: std::io::Error::other("killed"),
+                });
             }
             self.audits += 1;
             let (status, nearest) = match (p.name.as_str(), round) {

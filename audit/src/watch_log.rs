@@ -156,11 +156,11 @@ pub fn read_records(path: &Path) -> Result<Vec<RoundRecord>, AuditError> {
             Ok(r) => records.push(r),
             Err(_) if i + 1 == lines.len() && !complete => break,
             Err(e) => {
-                return Err(AuditError::Usage(format!(
-                    "{}:{}: not a watch round: {e}",
-                    path.display(),
-                    i + 1
-                )))
+                return Err(AuditError::NotAWatchRound {
+                    path: path.display().to_string(),
+                    line: i + 1,
+                    why: e.to_string(),
+                })
             }
         }
     }

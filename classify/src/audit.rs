@@ -154,11 +154,9 @@ impl<'r> RecordSource<'r> {
         targets.sort_unstable();
         targets.dedup();
         if targets.len() > 1 {
-            return Err(ClassifyError::Param(format!(
-                "the datasets hold {} targets ({}): verify one target at a time",
-                targets.len(),
-                targets.join(", ")
-            )));
+            return Err(ClassifyError::SeveralTargets {
+                targets: targets.iter().map(ToString::to_string).collect(),
+            });
         }
         Ok(RecordSource {
             records,

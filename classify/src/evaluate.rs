@@ -133,9 +133,7 @@ pub fn evaluate(input: EvalInput) -> Result<EvalReport, ClassifyError> {
     let model = train_one(input.kinds.clone(), input.train, input.params.clone())?;
     let test: Vec<&Record> = input.test.iter().filter(|r| r.platform.is_some()).collect();
     if test.is_empty() {
-        return Err(ClassifyError::Param(
-            "no platform-labelled test records".into(),
-        ));
+        return Err(ClassifyError::NoLabelledTestRecords);
     }
     let train_probes: std::collections::HashSet<&str> =
         input.train.iter().map(|r| r.probe_id.as_str()).collect();

@@ -124,10 +124,9 @@ pub fn fit(
     present.sort_unstable();
     present.dedup();
     if present.len() < 2 {
-        return Err(ClassifyError::Param(format!(
-            "training needs at least two classes, found {}",
-            present.len()
-        )));
+        return Err(ClassifyError::TooFewClasses {
+            found: present.len(),
+        });
     }
     let (mean, scale) = standardiser(x);
     // f32 halves the work of every product; the features are bits and small summaries, and

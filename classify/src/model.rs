@@ -131,7 +131,7 @@ impl PlatformModel {
     pub fn train(input: TrainInput) -> Result<PlatformModel, ClassifyError> {
         input.params.validate()?;
         if input.kinds.is_empty() {
-            return Err(ClassifyError::Param("no feature extractor chosen".into()));
+            return Err(ClassifyError::NoFeatureExtractor);
         }
         let labelled: Vec<&Record> = input
             .records
@@ -139,9 +139,7 @@ impl PlatformModel {
             .filter(|r| r.platform.is_some())
             .collect();
         if labelled.is_empty() {
-            return Err(ClassifyError::Param(
-                "no platform-labelled records to train on (endpoint records carry no label)".into(),
-            ));
+            return Err(ClassifyError::NothingToTrainOn);
         }
         let grouping = group_eqcs(labelled.iter().copied())?;
         let mut classes: Vec<ClassLabel> = grouping
@@ -169,9 +167,9 @@ impl PlatformModel {
             .unwrap_or_else(|| input.references.platforms());
         let needs = input.kinds.iter().find(|k| k.needs_references());
         if let (Some(k), true) = (needs, reference_platforms.is_empty()) {
-            return Err(ClassifyError::Param(format!(
-                "feature '{k}' compares answers with hspi's own: no reference platforms given\nhint: pass --references DIR (datasets collected locally over the same probes)"
-            )));
+            return Err(ClassifyError::FeatureNeedsReferences {
+                feature: k.to_string(),
+            });
         }
         // Extractors that read no reference must not make identification ask for them.
         let reference_platforms = if needs.is_some() {

@@ -47,11 +47,7 @@ pub fn detect(records: &[Record]) -> Result<&'static dyn EvidenceMode, ClassifyE
         .iter()
         .copied()
         .find(|m| records.iter().any(|r| m.carries(&r.outputs)))
-        .ok_or_else(|| {
-            ClassifyError::Param(
-                "no evidence mode reads these answers (no logits and no completions)".into(),
-            )
-        })
+        .ok_or_else(|| ClassifyError::NoEvidenceMode)
 }
 
 /// What bit-identity of one answer is: the bytes its evidence mode compares (the outputs'
@@ -69,7 +65,9 @@ pub fn for_output_kind(kind: &str) -> Result<&'static dyn EvidenceMode, Classify
         .iter()
         .copied()
         .find(|m| m.output_kind() == kind)
-        .ok_or_else(|| ClassifyError::Param(format!("no evidence mode reads '{kind}' answers")))
+        .ok_or_else(|| ClassifyError::UnknownOutputKind {
+            kind: kind.to_string(),
+        })
 }
 
 #[cfg(test)]

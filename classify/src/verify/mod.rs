@@ -122,10 +122,10 @@ impl<'a> Verifier<'a> {
                 .iter()
                 .flat_map(|c| c.members.iter().map(ToString::to_string))
                 .collect();
-            return Err(ClassifyError::Param(format!(
-                "claim {claim} matches no platform the model knows ({})\nhint: collect a reference dataset for the claimed platform and train on it",
-                known.join(", ")
-            )));
+            return Err(ClassifyError::ClaimMatchesNoPlatform {
+                claim: claim.to_string(),
+                known: known.join(", "),
+            });
         }
         Ok(Verifier {
             model,

@@ -36,22 +36,34 @@ impl std::fmt::Display for LocalSummary {
     }
 }
 
+/// One local collection: a model, the platforms it runs at and the probes, into a dataset.
+pub struct LocalCollection<'a> {
+    pub model: &'a Model,
+    pub platforms: &'a [Platform],
+    pub probes: &'a ProbeSet,
+    pub out: &'a Path,
+    pub mode: OpenMode,
+    /// The command line, recorded in the session.
+    pub command: &'a str,
+    /// GPU kernel plans: platforms with a plan are computed on this CPU from it.
+    pub emulate: Option<&'a PlanFile>,
+}
+
 /// Collect `model` at every platform over `probes` into `out`. Every platform is checked before
 /// anything is written; what was written is sealed even when a platform fails. Image models run
 /// on one kernel thread per core (call this before starting other threads). GPU platforms with a
 /// plan in `emulate` are computed on this CPU from it, labelled as the GPU platform, and the
 /// session says so.
-#[allow(clippy::too_many_arguments)]
-pub fn collect_local(
-    model: &Model,
-    platforms: &[Platform],
-    probes: &ProbeSet,
-    out: &Path,
-    mode: OpenMode,
-    command: &str,
-    emulate: Option<&PlanFile>,
-    progress: &dyn Progress,
-) -> Result<LocalSummary> {
+pub fn collect_local(job: LocalCollection<'_>, progress: &dyn Progress) -> Result<LocalSummary> {
+    let LocalCollection {
+        model,
+        platforms,
+        probes,
+        out,
+        mode,
+        command,
+        emulate,
+    } = job;
     if matches!(model, Model::Image(_)) {
         crate::backend::prefer_single_threaded_kernels();
     }

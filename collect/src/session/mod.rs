@@ -9,7 +9,7 @@ mod shard;
 
 pub use endpoint::{api_key_from_env, EndpointCollected, EndpointOptions, EndpointSession};
 pub use forced::ForcedSession;
-pub use local::{collect_local, LocalSummary};
+pub use local::{collect_local, LocalCollection, LocalSummary};
 pub use shard::{shard_index, ShardAssignment};
 
 use hspi_datasets::{manifest::unix_now, HostProvenance, ProbeSet, ProbeSetInfo, Session};

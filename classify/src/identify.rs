@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use crate::dimension_verdict::shown;
 use crate::exact::Lookup;
 use crate::features::View;
-use crate::format_evidence::{FormatReferences, FORMAT_CAP};
-use crate::format_identity::FormatShapes;
 use crate::linear::{log_softmax, standardise};
 use crate::model::PlatformModel;
 use crate::references::{feature_matrix, ReferenceIndex};
+use crate::sources::format_evidence::{FormatReferences, FORMAT_CAP};
+use crate::sources::format_identity::FormatShapes;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassProbability {

@@ -2,7 +2,6 @@
 
 pub mod audit;
 pub mod change_point;
-pub mod determinism;
 pub mod dimension_verdict;
 pub mod eqc;
 mod error;
@@ -10,18 +9,13 @@ pub mod evaluate;
 pub mod evidence;
 pub mod exact;
 pub mod features;
-pub mod format_evidence;
-pub mod format_identity;
 pub mod identify;
 pub mod integrity;
 pub mod linear;
 pub mod model;
-pub mod model_evidence;
-pub mod open_set;
 pub mod references;
 pub mod repeated_audits;
 pub mod sources;
-pub mod text_evidence;
 pub mod verify;
 
 pub use audit::{run_audit, AnswerSource, AuditOutcome, RecordSource, Unanswered};

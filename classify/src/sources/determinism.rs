@@ -1,4 +1,4 @@
-//! Determinism (`crate::determinism`): a class measured to repeat bit for bit, whose own answer
+//! Determinism (`crate::model::determinism`): a class measured to repeat bit for bit, whose own answer
 //! to this probe is known and differs, is ruled out, up to the cap, on top of what the other
 //! sources weighed (so the format evidence between classes stays). Answers that rule out every
 //! known class say the stack is unknown.

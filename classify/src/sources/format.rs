@@ -1,4 +1,4 @@
-//! The format evidence (`crate::format_evidence`) as the class scores, where the classifier does
+//! The format evidence (`crate::sources::format_evidence`) as the class scores, where the classifier does
 //! not weigh the answer: values rounded by the API (the references rounded the same way, the
 //! noise allowed to grow by the rounding of both), or a model with no classifier (references
 //! computed for the audit's own prompts).
@@ -7,7 +7,7 @@ use hspi_datasets::Presentation;
 
 use super::{classifier, Answer, Context, EvidenceSource, Weighing};
 use crate::features::View;
-use crate::format_evidence::FORMAT_CAP;
+use crate::sources::format_evidence::FORMAT_CAP;
 
 pub struct Format;
 

@@ -10,18 +10,22 @@ mod classifier;
 mod determinism;
 mod exact_match;
 mod format;
+pub mod format_evidence;
+pub mod format_identity;
 mod model;
+pub mod model_evidence;
 mod text;
+pub mod text_evidence;
 
 use std::collections::HashMap;
 
 use hspi_datasets::{Presentation, Record};
 
 use crate::features::View;
-use crate::format_evidence::FormatReferences;
 use crate::model::PlatformModel;
-use crate::model_evidence::ModelDistance;
 use crate::references::ReferenceIndex;
+use crate::sources::format_evidence::FormatReferences;
+use crate::sources::model_evidence::ModelDistance;
 
 pub use text::TEXT_UNLIKE;
 

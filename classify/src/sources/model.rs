@@ -1,10 +1,10 @@
-//! The model's own evidence (`crate::model_evidence`): how far the answer lies from the nearest
+//! The model's own evidence (`crate::sources::model_evidence`): how far the answer lies from the nearest
 //! reference of the claimed model, its values against the references' shown the same way, or
 //! its text against their tokens. It weighs every answer, reproduced or not.
 
 use super::{Answer, Context, EvidenceSource, Weighing};
 use crate::features::View;
-use crate::model_evidence::distance;
+use crate::sources::model_evidence::distance;
 
 pub struct ModelLikelihood;
 

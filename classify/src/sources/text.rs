@@ -1,4 +1,4 @@
-//! The text evidence (`crate::text_evidence`) for answers shown as text only: a text equal to
+//! The text evidence (`crate::sources::text_evidence`) for answers shown as text only: a text equal to
 //! some classes' recomputation and not the others' weighs for them; the same text as every
 //! class, or no class's, weighs for none (the latter counts towards "unknown").
 
@@ -6,7 +6,7 @@ use hspi_datasets::Outputs;
 
 use super::{Answer, Context, EvidenceSource, Weighing};
 use crate::model::PlatformModel;
-use crate::text_evidence::{TextEvidence, TextReferences};
+use crate::sources::text_evidence::{TextEvidence, TextReferences};
 
 /// The method of an answer whose text is no known class's.
 pub const TEXT_UNLIKE: &str = "text: unlike every class";

@@ -5,7 +5,7 @@ use hspi_datasets::Presentation;
 
 use super::{Verdict, Verifier, VerifyReport};
 use crate::dimension_verdict::{dimension_verdicts, FormatDecision, Thresholds};
-use crate::format_identity::FormatIdentity;
+use crate::sources::format_identity::FormatIdentity;
 use crate::sources::TEXT_UNLIKE;
 
 impl Verifier<'_> {

@@ -6,8 +6,8 @@ use hspi_datasets::{top_label, Dimension};
 
 use super::{Verdict, Verifier};
 use crate::dimension_verdict::{dimension_llr, family_members, on_claim};
-use crate::format_evidence::{within_engine_noise, FORMAT_CAP};
-use crate::format_identity::FormatIdentity;
+use crate::sources::format_evidence::{within_engine_noise, FORMAT_CAP};
+use crate::sources::format_identity::FormatIdentity;
 
 impl Verifier<'_> {
     /// What the answers' format is, as far as the format evidence and the shapes tell: None

@@ -25,13 +25,13 @@ use crate::dimension_verdict::{llr_between, on_claim};
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
 use crate::features::View;
-use crate::format_evidence::FormatReferences;
-use crate::format_identity::FormatShapes;
 use crate::identify::output_tokens;
 use crate::integrity::{violations, Check};
 use crate::model::PlatformModel;
-use crate::model_evidence::ModelTally;
 use crate::references::ReferenceIndex;
+use crate::sources::format_evidence::FormatReferences;
+use crate::sources::format_identity::FormatShapes;
+use crate::sources::model_evidence::ModelTally;
 use crate::sources::{sources, Answer, Context, EvidenceSource, Weighing};
 
 /// One answer weighed: the method, per class its log-likelihood, and per class its format

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ClassifyError;
-use crate::format_evidence::FORMAT_CAP;
 use crate::identify::PER_QUERY_CAP;
+use crate::sources::format_evidence::FORMAT_CAP;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VerifyParams {

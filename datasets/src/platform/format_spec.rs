@@ -8,7 +8,7 @@ use super::format::{GgufType, NumericFormat};
 use super::format_family::FormatFamily;
 
 /// What tells a format served by another engine from a format no reference covers (the
-/// measured shares each class needs live with the verifier, `hspi_classify::format_identity`).
+/// measured shares each class needs live with the verifier, `hspi_classify::sources::format_identity`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EvidenceClass {
     /// Its own rounding pattern, kept in good part elsewhere although the activations' rounding

@@ -1,6 +1,9 @@
 //! A trained platform model: feature spec, classes (EQCs), linear model, open-set profiles and the
 //! exact-match index, persisted as one JSON file that refuses records it was not trained for.
 
+pub mod determinism;
+pub mod open_set;
+
 use std::path::Path;
 
 use hspi_datasets::manifest::ModelInfo;
@@ -14,7 +17,7 @@ use crate::exact::ExactIndex;
 use crate::features::{FeatureKind, FeatureSpec, View};
 use crate::integrity::IntegrityProfile;
 use crate::linear::{self, LinearModel, TrainParams, Validation};
-use crate::open_set::OpenSet;
+use crate::model::open_set::OpenSet;
 use crate::references::{feature_matrix, infer_spec, ReferenceIndex};
 
 pub const FORMAT: &str = "hspi-platform-model/1";
@@ -27,7 +30,7 @@ pub struct ClassLabel {
     pub members: Vec<Platform>,
     /// How its answers repeated when collected twice (absent: not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repeats: Option<crate::determinism::RepeatCheck>,
+    pub repeats: Option<crate::model::determinism::RepeatCheck>,
 }
 
 impl ClassLabel {
@@ -152,7 +155,8 @@ impl PlatformModel {
             })
             .collect();
         let members: Vec<&[Platform]> = classes.iter().map(|c| c.members.as_slice()).collect();
-        let checks = crate::determinism::repeat_checks(&members, input.records, input.repeats);
+        let checks =
+            crate::model::determinism::repeat_checks(&members, input.records, input.repeats);
         for (class, check) in classes.iter_mut().zip(checks) {
             class.repeats = check;
         }
@@ -253,7 +257,7 @@ impl PlatformModel {
             },
             open_set: OpenSet {
                 profiles: vec![
-                    Some(crate::open_set::Profile {
+                    Some(crate::model::open_set::Profile {
                         mean: Vec::new(),
                         spread: Vec::new(),
                     });

@@ -23,7 +23,7 @@
 use hspi_datasets::{EvidenceClass, FormatFamily, NumericFormat};
 
 use crate::features::View;
-use crate::format_evidence::{matched_steps, within_engine_noise, BASE_REACH};
+use crate::sources::format_evidence::{matched_steps, within_engine_noise, BASE_REACH};
 
 /// Least share of a format's pattern an answer of that format keeps on another engine (candle's
 /// Q8_0 keeps 31 %, the least measured: 8-bit formats' activation rounding is each engine's own).

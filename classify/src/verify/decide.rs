@@ -39,7 +39,7 @@ impl Verifier<'_> {
         let (accuse, accept) = self.params.thresholds();
         let format_accuse = self.format_accuse();
         let format = self.format_llr();
-        if self.formats.is_some() && format.is_some_and(|v| v >= format_accuse) {
+        if self.format_tally.is_some() && format.is_some_and(|v| v >= format_accuse) {
             let Some(why) = self.format_unaccused() else {
                 return Some(self.format_mismatch());
             };
@@ -51,12 +51,12 @@ impl Verifier<'_> {
         // The ratio finds the claimed format consistent, but the answers lack (or do not yet
         // show) the rounding pattern of the format that explains them: a format no reference
         // covers is never confirmed on the strength of its nearest known one.
-        let blocked = self.formats.is_some()
+        let blocked = self.format_tally.is_some()
             && format.is_some_and(|v| v <= accept)
             && self.format_blocked().is_some();
         let unseen = self.format_identity().is_some_and(|i| i.is_unseen());
         // The classes differ on nothing claimed but the format, which is settled.
-        let format_decides = self.formats.is_some()
+        let format_decides = self.format_tally.is_some()
             && format.is_some_and(|v| v <= accept)
             && !blocked
             && self.only_format_differs();
@@ -67,7 +67,7 @@ impl Verifier<'_> {
                 // an unknown stack is settled once the format is, or the budget ends.
                 let open =
                     format.is_some_and(|v| v > accept && v < format_accuse) || (blocked && !unseen);
-                if self.formats.is_some() && open && self.can_continue(0) {
+                if self.format_tally.is_some() && open && self.can_continue(0) {
                     return None;
                 }
                 return Some(self.unknown(reason));
@@ -82,16 +82,16 @@ impl Verifier<'_> {
             return Some(self.consistent());
         }
         if llr >= accuse {
-            let best = self.best_class(|c| !self.claimed.contains(&c));
+            let best = self.best_class(|c| !self.class_tally.claimed.contains(&c));
             let dimensions = self.accused_dimensions(best);
             // The classes differ from the claim only on a format the format evidence does not
             // (yet) find wrong: ask more rather than accuse.
-            if self.formats.is_some() && dimensions.is_empty() {
+            if self.format_tally.is_some() && dimensions.is_empty() {
                 return None;
             }
             return Some(self.mismatch(best, dimensions));
         }
-        if self.formats.is_some() && format.is_some_and(|v| v > accept) || blocked {
+        if self.format_tally.is_some() && format.is_some_and(|v| v > accept) || blocked {
             return None;
         }
         if llr <= accept {
@@ -108,7 +108,13 @@ impl Verifier<'_> {
             .into_iter()
             .filter(|d| *d != Dimension::Format)
             .all(|d| {
-                dimension_llr(&self.tested, d, &self.model.classes, &self.cumulative).is_none()
+                dimension_llr(
+                    &self.tested,
+                    d,
+                    &self.model.classes,
+                    &self.class_tally.per_class,
+                )
+                .is_none()
             })
     }
 
@@ -134,7 +140,7 @@ impl Verifier<'_> {
 
     /// Why the answers are no known class's, by the first source that can tell (registry order).
     pub(super) fn open_set_unknown(&self) -> Option<String> {
-        let nearest = top_label(&self.cumulative).unwrap_or(0);
+        let nearest = top_label(&self.class_tally.per_class).unwrap_or(0);
         let cx = self.context();
         self.sources
             .iter()
@@ -173,10 +179,7 @@ impl Verifier<'_> {
 
     /// The most likely class among those `keep` admits.
     pub(super) fn best_class(&self, keep: impl Fn(usize) -> bool) -> usize {
-        (0..self.cumulative.len())
-            .filter(|c| keep(*c))
-            .max_by(|a, b| self.cumulative[*a].total_cmp(&self.cumulative[*b]))
-            .unwrap_or(0)
+        self.class_tally.best(keep)
     }
 
     pub(super) fn mismatch(&self, class: usize, dimensions: Vec<Dimension>) -> Verdict {
@@ -200,7 +203,7 @@ impl Verifier<'_> {
                     .iter()
                     .all(|m| self.tested.mismatched(m).contains(d))
             })
-            .filter(|d| !(self.formats.is_some() && *d == Dimension::Format))
+            .filter(|d| !(self.format_tally.is_some() && *d == Dimension::Format))
             .collect()
     }
 }

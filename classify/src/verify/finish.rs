@@ -14,14 +14,17 @@ impl Verifier<'_> {
     pub(super) fn text_only_limits(&self) -> String {
         let (_, accept) = self.params.thresholds();
         let claim = self
+            .class_tally
             .claimed
             .iter()
-            .map(|c| self.cumulative[*c])
+            .map(|c| self.class_tally.per_class[*c])
             .fold(f64::NEG_INFINITY, f64::max);
         let (mut out, mut tied) = (Vec::new(), Vec::new());
-        for c in (0..self.cumulative.len()).filter(|c| !self.claimed.contains(c)) {
+        for c in
+            (0..self.class_tally.per_class.len()).filter(|c| !self.class_tally.claimed.contains(c))
+        {
             let name = self.model.classes[c].name();
-            if self.cumulative[c] - claim <= accept {
+            if self.class_tally.per_class[c] - claim <= accept {
                 out.push(name);
             } else {
                 tied.push(name);
@@ -136,7 +139,7 @@ impl Verifier<'_> {
             )
         };
         let identity = self.format_identity();
-        let format = self.formats.as_ref().map(|_| FormatDecision {
+        let format = self.format_tally.as_ref().map(|_| FormatDecision {
             llr: self.format_llr(),
             nearest: identity
                 .as_ref()
@@ -153,7 +156,7 @@ impl Verifier<'_> {
         let mut dimensions = dimension_verdicts(
             &self.claim,
             &self.model.classes,
-            &self.cumulative,
+            &self.class_tally.per_class,
             format.as_ref(),
             Thresholds {
                 accuse,
@@ -167,9 +170,9 @@ impl Verifier<'_> {
             presentation: (self.coarsest != Presentation::Exact).then(|| self.coarsest.describe()),
             dimensions,
             claim: self.claim.to_string(),
-            claimed: self.claimed.iter().map(|c| name(*c)).collect(),
+            claimed: self.class_tally.claimed.iter().map(|c| name(*c)).collect(),
             alternatives: (0..self.model.classes.len())
-                .filter(|c| !self.claimed.contains(c))
+                .filter(|c| !self.class_tally.claimed.contains(c))
                 .map(name)
                 .collect(),
             classes: (0..self.model.classes.len()).map(name).collect(),
@@ -178,7 +181,7 @@ impl Verifier<'_> {
             log_likelihood_ratio: llr,
             thresholds: (accuse, accept),
             format_thresholds: self
-                .formats
+                .format_tally
                 .as_ref()
                 .and(self.format_llr())
                 .map(|_| (self.format_accuse(), accept)),

@@ -2,7 +2,7 @@
 //! build, the threshold an accusation needs, what the answers' format is, and why a format is
 //! neither confirmed nor accused where the references do not cover it.
 
-use hspi_datasets::{top_label, Dimension};
+use hspi_datasets::Dimension;
 
 use super::{Verdict, Verifier};
 use crate::dimension_verdict::{dimension_llr, family_members, on_claim};
@@ -13,9 +13,7 @@ impl Verifier<'_> {
     /// What the answers' format is, as far as the format evidence and the shapes tell: None
     /// without format references.
     pub fn format_identity(&self) -> Option<FormatIdentity> {
-        let (formats, shapes) = (self.formats.as_ref()?, self.shapes.as_ref()?);
-        let best = top_label(&self.format_totals)?;
-        Some(shapes.identity(formats.formats()[best]))
+        self.format_tally.as_ref()?.identity()
     }
 
     /// Why the claimed format cannot be called consistent although its ratio says so: the
@@ -39,17 +37,14 @@ impl Verifier<'_> {
     /// family (`fp16`) is accused on the ratio alone.
     pub(super) fn format_unaccused(&self) -> Option<String> {
         let family = self.claim.format_family().filter(|f| f.quantised())?;
-        self.formats.as_ref()?;
+        let tally = self.format_tally.as_ref()?;
         let identity = self.format_identity()?;
-        let shapes = self.shapes.as_ref()?;
         // A member known by its size alone (W8A8: its activations rounded each engine's own way)
         // that the answers' size fits still stands for the family.
-        let member_fits = self
-            .formats
-            .as_ref()?
+        let member_fits = tally
             .formats()
             .iter()
-            .any(|f| family.covers(*f) && shapes.fits_by_size(*f));
+            .any(|f| family.covers(*f) && tally.fits_by_size(*f));
         if identity.firmly().is_some_and(|f| !family.covers(f)) && !member_fits {
             return None;
         }
@@ -76,11 +71,7 @@ impl Verifier<'_> {
         )?;
         // With format evidence of its own, the claim is weighed answer by answer against the
         // best format off it, whichever that is.
-        Some(if self.formats.is_some() {
-            self.format_claim
-        } else {
-            llr
-        })
+        Some(self.format_tally.as_ref().map_or(llr, |t| t.claim))
     }
 
     /// The threshold a format accusation needs: the format evidence's own where there is some,
@@ -92,7 +83,7 @@ impl Verifier<'_> {
     /// fp32, a quarter of f16's rounding from llama.cpp's F32 but leaning a little its way, was
     /// otherwise accused as f16 in 1 of 200 audits of 256 tokens.
     pub(super) fn format_accuse(&self) -> f64 {
-        let Some(formats) = &self.formats else {
+        let Some(tally) = &self.format_tally else {
             return self.params.thresholds().0;
         };
         let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
@@ -104,7 +95,7 @@ impl Verifier<'_> {
             .filter(|(_, on)| **on)
             .flat_map(|(c, _)| &c.members)
             .all(|m| within_engine_noise(m.format));
-        let best_off = top_label(&self.format_totals).map(|i| formats.formats()[i]);
+        let best_off = tally.best();
         let off_claim = self
             .model
             .classes
@@ -122,11 +113,9 @@ impl Verifier<'_> {
 
     /// The per-class scores the format dimension is decided from.
     pub(super) fn format_scores(&self) -> &[f64] {
-        if self.formats.is_some() {
-            &self.format_cumulative
-        } else {
-            &self.cumulative
-        }
+        self.format_tally
+            .as_ref()
+            .map_or(&self.class_tally.per_class, |t| &t.per_class)
     }
 
     /// An accusation on the format alone. The likely class is the best off the claimed format by
@@ -141,10 +130,10 @@ impl Verifier<'_> {
             .max_by(|a, b| {
                 scores[*a]
                     .total_cmp(&scores[*b])
-                    .then(self.cumulative[*a].total_cmp(&self.cumulative[*b]))
+                    .then(self.class_tally.per_class[*a].total_cmp(&self.class_tally.per_class[*b]))
             })
             .unwrap_or(0);
-        if self.formats.is_none() || self.reproduced.contains(&best) {
+        if self.format_tally.is_none() || self.class_tally.reproduced.contains(&best) {
             return self.mismatch(best, vec![Dimension::Format]);
         }
         let (likely_class, likely_platform) = match self.format_identity() {

@@ -2,15 +2,18 @@
 //! the evidence sources (`crate::sources`: bit-identical to a reference or training answer,
 //! decisive up to a cap; otherwise the classifier's log posterior, clamped, or the format
 //! evidence; the text; determinism; the model's own distance); the verifier sums their scores
-//! per class and per dimension, and after each query compares the generalised likelihood ratio
-//! of the best alternative against the best claimed class with Wald's thresholds for the
-//! requested error rates (`decide.rs`, the format's own rules in `format_rules.rs`, the model's
-//! in `model_rules.rs`). The per-query cap means no single answer decides alone; a budget cap
+//! in one tally per verdict dimension (the classes' `class_tally.rs`, the format's
+//! `format_tally.rs`, the model's `ModelTally`), and after each query compares the generalised
+//! likelihood ratio of the best alternative against the best claimed class with Wald's
+//! thresholds for the requested error rates (`decide.rs`, the format's own rules in
+//! `format_rules.rs`, the model's in `model_rules.rs`). The per-query cap means no single answer decides alone; a budget cap
 //! ends in "inconclusive", never in an accusation (`finish.rs`).
 
+mod class_tally;
 mod decide;
 mod finish;
 mod format_rules;
+mod format_tally;
 mod model_rules;
 mod params;
 mod report;
@@ -18,19 +21,18 @@ mod report;
 use hspi_datasets::top_label;
 use hspi_datasets::{AskedAs, Dimension, PlatformPattern, Presentation, Record};
 
+use class_tally::ClassTally;
+use format_tally::FormatTally;
 pub use params::VerifyParams;
 pub use report::{QueryEvidence, Verdict, VerifyReport, ENDPOINT_DOWN_EXIT};
 
-use crate::dimension_verdict::{llr_between, on_claim};
+use crate::dimension_verdict::on_claim;
 use crate::error::ClassifyError;
 use crate::evidence::{for_output_kind, EvidenceMode};
-use crate::features::View;
 use crate::identify::output_tokens;
 use crate::integrity::{violations, Check};
 use crate::model::PlatformModel;
 use crate::references::ReferenceIndex;
-use crate::sources::format_evidence::FormatReferences;
-use crate::sources::format_identity::FormatShapes;
 use crate::sources::model_evidence::ModelTally;
 use crate::sources::{sources, Answer, Context, EvidenceSource, Weighing};
 
@@ -61,22 +63,13 @@ pub struct Verifier<'a> {
     /// The claim with the dimensions no known class has left open: what the test can decide.
     tested: PlatformPattern,
     unreferenced: Vec<Dimension>,
-    claimed: Vec<usize>,
     params: VerifyParams,
-    cumulative: Vec<f64>,
-    /// Which references stand for which format, when they cover every class's format.
-    formats: Option<FormatReferences>,
-    /// Per class, the summed format evidence that tolerates a change of hardware or build.
-    format_cumulative: Vec<f64>,
-    /// Per answer, the best format off the claim against the best on it, summed: formats that
-    /// cannot be told apart among themselves still stand together against the claim.
-    format_claim: f64,
-    /// Per format (in `formats` order), the summed format evidence.
-    format_totals: Vec<f64>,
-    /// How far the answers carry each format's own rounding (see `format_identity`).
-    shapes: Option<FormatShapes>,
-    /// Classes some answer reproduced bit for bit.
-    reproduced: Vec<usize>,
+    /// One tally per verdict dimension: the classes', the format's (where the references cover
+    /// every class's format) and the model's.
+    class_tally: ClassTally,
+    format_tally: Option<FormatTally>,
+    /// How far the answers lie from every reference of the claimed model (another model?).
+    model_tally: ModelTally,
     evidence: Vec<QueryEvidence>,
     tokens: u64,
     tampered: Vec<String>,
@@ -86,8 +79,6 @@ pub struct Verifier<'a> {
     coarsest: Presentation,
     /// Why answers could not be compared with the references, when they were asked otherwise.
     incomparable: Option<String>,
-    /// How far the answers lie from every reference of the claimed model (another model?).
-    model_tally: ModelTally,
     /// What weighs each answer (`crate::sources`), in registry order.
     sources: Vec<Box<dyn EvidenceSource>>,
 }
@@ -135,18 +126,10 @@ impl<'a> Verifier<'a> {
             claim,
             tested,
             unreferenced,
-            claimed,
-            cumulative: vec![0.0; model.classes.len()],
-            formats: model.format_references(),
-            format_cumulative: vec![0.0; model.classes.len()],
-            format_claim: 0.0,
-            format_totals: model
+            class_tally: ClassTally::new(model.classes.len(), claimed),
+            format_tally: model
                 .format_references()
-                .map_or_else(Vec::new, |f| vec![0.0; f.formats().len()]),
-            shapes: model
-                .format_references()
-                .map(|f| FormatShapes::new(f.formats())),
-            reproduced: Vec::new(),
+                .map(|f| FormatTally::new(f, model.classes.len())),
             params,
             evidence: Vec::new(),
             tokens: 0,
@@ -180,9 +163,14 @@ impl<'a> Verifier<'a> {
                 let class_view = |c: usize| {
                     class_reference[c].and_then(|j| views[j].as_ref().map(|v| v.shown(self.shown)))
                 };
-                let claimed: Vec<_> = self.claimed.iter().filter_map(|c| class_view(*c)).collect();
+                let claimed: Vec<_> = self
+                    .class_tally
+                    .claimed
+                    .iter()
+                    .filter_map(|c| class_view(*c))
+                    .collect();
                 let separated = (0..self.model.classes.len())
-                    .filter(|c| !self.claimed.contains(c))
+                    .filter(|c| !self.class_tally.claimed.contains(c))
                     .filter_map(class_view)
                     .filter(|v| !claimed.is_empty() && !claimed.iter().any(|c| c.same(v)))
                     .count();
@@ -222,17 +210,11 @@ impl<'a> Verifier<'a> {
     /// The format's own log-likelihood ratio so far, where the format is weighed on evidence of
     /// its own (see [`QueryEvidence::format_llr`]).
     pub fn current_format_llr(&self) -> Option<f64> {
-        self.formats.as_ref().and(self.format_llr())
+        self.format_tally.as_ref().and(self.format_llr())
     }
 
     fn llr(&self) -> f64 {
-        let best = |set: &mut dyn Iterator<Item = usize>| {
-            set.map(|c| self.cumulative[c])
-                .fold(f64::NEG_INFINITY, f64::max)
-        };
-        let claim = best(&mut self.claimed.iter().copied());
-        let alt = best(&mut (0..self.cumulative.len()).filter(|c| !self.claimed.contains(c)));
-        alt - claim
+        self.class_tally.llr()
     }
 
     /// Add one answer; returns the verdict once the evidence suffices.
@@ -279,26 +261,12 @@ impl<'a> Verifier<'a> {
             let none = vec![0.0; self.model.classes.len()];
             ("not comparable", none.clone(), Some(none))
         };
-        if let (Some(formats), Some(scores)) = (&self.formats, &format_ll) {
-            for (c, v) in self.format_cumulative.iter_mut().zip(scores) {
-                *c += v;
-            }
-            for (t, v) in self
-                .format_totals
-                .iter_mut()
-                .zip(formats.format_scores(scores, &self.model.classes))
-            {
-                *t += v;
-            }
+        if let (Some(tally), Some(scores)) = (&mut self.format_tally, &format_ll) {
             let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
-            if let Some(v) = llr_between(&on, scores) {
-                self.format_claim += v;
-            }
+            tally.add(scores, &self.model.classes, &on);
         }
         let before = self.llr();
-        for (c, v) in self.cumulative.iter_mut().zip(&ll) {
-            *c += v;
-        }
+        self.class_tally.add(&ll);
         let after = self.llr();
         let tokens = output_tokens(record);
         self.tokens += tokens;
@@ -313,12 +281,12 @@ impl<'a> Verifier<'a> {
                 after - before
             },
             cumulative_llr: after,
-            posterior: crate::linear::log_softmax(&self.cumulative)
+            posterior: crate::linear::log_softmax(&self.class_tally.per_class)
                 .iter()
                 .map(|v| v.exp())
                 .collect(),
             integrity: broken.iter().map(|s| s.to_string()).collect(),
-            format_llr: self.formats.as_ref().and(self.format_llr()),
+            format_llr: self.format_tally.as_ref().and(self.format_llr()),
             model_llr: (self.model_tally.answers() > 0).then_some(self.model_tally.total),
         });
         self.verdict = self.decide();
@@ -331,7 +299,7 @@ impl<'a> Verifier<'a> {
             model: self.model,
             refs: &self.refs,
             reference_class: &self.reference_class,
-            formats: self.formats.as_ref(),
+            formats: self.format_tally.as_ref().map(|t| &t.references),
             per_query_cap: self.params.per_query_cap,
         }
     }
@@ -377,7 +345,9 @@ impl<'a> Verifier<'a> {
             return (method, ll.clone(), Some(ll));
         }
         if answer.shows_values() {
-            self.add_shapes(&answer);
+            if let Some(tally) = &mut self.format_tally {
+                tally.add_shapes(&answer);
+            }
         }
         (
             method.unwrap_or("no evidence"),
@@ -390,12 +360,10 @@ impl<'a> Verifier<'a> {
     /// reproduced with their formats.
     fn reproduced_by(&mut self, m: &[usize]) -> Vec<f64> {
         for c in m {
-            if !self.reproduced.contains(c) {
-                self.reproduced.push(*c);
-            }
-            if let Some(shapes) = &mut self.shapes {
+            self.class_tally.reproduced_by(*c);
+            if let Some(tally) = &mut self.format_tally {
                 for member in &self.model.classes[*c].members {
-                    shapes.reproduced(member.format);
+                    tally.reproduced(member.format);
                 }
             }
         }
@@ -403,20 +371,6 @@ impl<'a> Verifier<'a> {
         (0..self.model.classes.len())
             .map(|c| if m.contains(&c) { 0.0 } else { -cap })
             .collect()
-    }
-
-    /// Add an answer's values to the format shapes: against each format's reference, both shown
-    /// as the endpoint shows its answers.
-    fn add_shapes(&mut self, answer: &Answer) {
-        let (Some(formats), Some(shapes)) = (&self.formats, &mut self.shapes) else {
-            return;
-        };
-        let views = answer.compared();
-        let by_format: Vec<Option<&View>> = formats
-            .reference_indices()
-            .map(|i| views.get(i).and_then(Option::as_ref))
-            .collect();
-        shapes.add(&answer.view(), &by_format);
     }
 
     /// Whether the budget allows another query of about `next_tokens` output tokens.

@@ -1,0 +1,91 @@
+//! The format's tally, where the references cover every class's format: its evidence summed per
+//! class, per format and answer by answer against the claim, and how far the answers carry each
+//! format's own rounding (`crate::sources::format_identity`).
+
+use hspi_datasets::{top_label, NumericFormat};
+
+use crate::dimension_verdict::llr_between;
+use crate::features::View;
+use crate::model::ClassLabel;
+use crate::sources::format_evidence::FormatReferences;
+use crate::sources::format_identity::{FormatIdentity, FormatShapes};
+use crate::sources::Answer;
+
+pub(super) struct FormatTally {
+    /// Which references stand for which format.
+    pub(super) references: FormatReferences,
+    /// Per class, the summed format evidence that tolerates a change of hardware or build.
+    pub(super) per_class: Vec<f64>,
+    /// Per answer, the best format off the claim against the best on it, summed: formats that
+    /// cannot be told apart among themselves still stand together against the claim.
+    pub(super) claim: f64,
+    /// Per format (in the references' format order), the summed format evidence.
+    per_format: Vec<f64>,
+    /// How far the answers carry each format's own rounding.
+    shapes: FormatShapes,
+}
+
+impl FormatTally {
+    pub(super) fn new(references: FormatReferences, classes: usize) -> FormatTally {
+        FormatTally {
+            per_format: vec![0.0; references.formats().len()],
+            shapes: FormatShapes::new(references.formats()),
+            references,
+            per_class: vec![0.0; classes],
+            claim: 0.0,
+        }
+    }
+
+    /// Add one answer's format evidence per class; `on` marks the classes on the claimed format.
+    pub(super) fn add(&mut self, scores: &[f64], classes: &[ClassLabel], on: &[bool]) {
+        for (c, v) in self.per_class.iter_mut().zip(scores) {
+            *c += v;
+        }
+        for (t, v) in self
+            .per_format
+            .iter_mut()
+            .zip(self.references.format_scores(scores, classes))
+        {
+            *t += v;
+        }
+        if let Some(v) = llr_between(on, scores) {
+            self.claim += v;
+        }
+    }
+
+    /// Note an answer reproduced bit for bit by a platform of `format`.
+    pub(super) fn reproduced(&mut self, format: NumericFormat) {
+        self.shapes.reproduced(format);
+    }
+
+    /// Add an answer's values to the shapes: against each format's reference, both shown as the
+    /// endpoint shows its answers.
+    pub(super) fn add_shapes(&mut self, answer: &Answer) {
+        let views = answer.compared();
+        let by_format: Vec<Option<&View>> = self
+            .references
+            .reference_indices()
+            .map(|i| views.get(i).and_then(Option::as_ref))
+            .collect();
+        self.shapes.add(&answer.view(), &by_format);
+    }
+
+    /// The format the evidence finds best so far.
+    pub(super) fn best(&self) -> Option<NumericFormat> {
+        top_label(&self.per_format).map(|i| self.references.formats()[i])
+    }
+
+    /// What the answers' format is, as far as the evidence and the shapes tell.
+    pub(super) fn identity(&self) -> Option<FormatIdentity> {
+        Some(self.shapes.identity(self.best()?))
+    }
+
+    /// Whether the answers' size fits `format`, known by its size alone.
+    pub(super) fn fits_by_size(&self, format: NumericFormat) -> bool {
+        self.shapes.fits_by_size(format)
+    }
+
+    pub(super) fn formats(&self) -> Vec<NumericFormat> {
+        self.references.formats()
+    }
+}

@@ -368,3 +368,43 @@ fn a_pack_builds_a_router_words_formats_on_llama_cpp_and_hspis_own_engine() {
         && p.2.contains("hspi's own engine")));
     ok(&["pack", "verify", out.to_str().unwrap()]);
 }
+
+/// A claim that leaves every part open, or names only values no reference of the pack has, is
+/// refused before any answer is weighed, each with its own reason.
+#[test]
+fn a_claim_with_nothing_to_check_is_refused_with_its_reason() {
+    let pack = shipped_pack();
+    let served = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/atlas/vllm-cpu/f32-unseen");
+    let classifier = pack.join("classifier.json");
+    let refs = shipped_references();
+    let verify = |claim: &str| {
+        let mut args = vec![
+            "verify",
+            served.to_str().unwrap(),
+            "--classifier",
+            classifier.to_str().unwrap(),
+            "--claim",
+            claim,
+            "--references",
+        ];
+        args.extend(refs.iter().map(|r| r.to_str().unwrap()));
+        run(&args)
+    };
+    let open = verify("*/*/*/*");
+    assert_eq!(open.code, 2, "{}", open.stderr);
+    assert!(
+        open.stderr.contains("names nothing to check"),
+        "{}",
+        open.stderr
+    );
+    assert!(open.stderr.contains("hint: "), "{}", open.stderr);
+    let unknown = verify("*/*/fp8-e5m2/*");
+    assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+    assert!(
+        unknown
+            .stderr
+            .contains("matches no platform the model knows"),
+        "{}",
+        unknown.stderr
+    );
+}

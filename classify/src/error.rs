@@ -15,6 +15,8 @@ pub enum ClassifyError {
     /// A parameter outside its range (the message names the flag).
     #[error("{0}")]
     Param(String),
+    #[error("claim {claim} names nothing to check: every part is open\nhint: name at least the part to audit, e.g. --claim '*/*/f16/*' for the format")]
+    ClaimNamesNothing { claim: String },
     #[error("claim {claim} matches no platform the model knows ({known})\nhint: collect a reference dataset for the claimed platform and train on it")]
     ClaimMatchesNoPlatform { claim: String, known: String },
     #[error("training needs at least two classes, found {found}")]

@@ -91,6 +91,11 @@ impl<'a> Verifier<'a> {
         params: VerifyParams,
     ) -> Result<Verifier<'a>, ClassifyError> {
         params.validate()?;
+        if claim.claimed().is_empty() {
+            return Err(ClassifyError::ClaimNamesNothing {
+                claim: claim.to_string(),
+            });
+        }
         let mode = for_output_kind(&model.spec.output_kind)?;
         // A claimed value no known class has (hardware hspi holds no reference for) cannot be
         // tested here: the test runs on the other dimensions and can at best be inconclusive.

@@ -14,7 +14,7 @@ mod nvfp4;
 
 use hspi_datasets::NumericFormat;
 
-use crate::zoo::llama_weights::{LayerWeights, LlamaConfig};
+use crate::zoo::llama_weights::{LayerWeights, ModelConfig};
 
 pub use crate::rounding::{amax, round_bf16, round_fp4_e2m1, round_fp8_e4m3};
 
@@ -77,7 +77,7 @@ pub fn market_formats() -> Vec<NumericFormat> {
 
 /// A llama layer's linear layers rounded to bf16 (the published model's dtype) and quantised by
 /// `scheme`, q, k and v as one fused layer and gate and up as another, as the engines run them.
-pub fn quantise_layer(layer: &mut LayerWeights, scheme: &dyn LinearScheme, c: &LlamaConfig) {
+pub fn quantise_layer(layer: &mut LayerWeights, scheme: &dyn LinearScheme, c: &ModelConfig) {
     let (h, i) = (c.hidden, c.intermediate);
     for w in [
         &mut layer.q,

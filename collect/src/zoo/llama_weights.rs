@@ -10,26 +10,8 @@ use candle_core::Device;
 use hspi_datasets::NumericFormat;
 
 use super::compressed_tensors::{self, Tensors};
+pub use super::model_config::ModelConfig;
 use crate::error::{CollectError, Result};
-
-/// What the forward pass needs to know of a llama model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LlamaConfig {
-    pub layers: usize,
-    pub hidden: usize,
-    pub heads: usize,
-    pub kv_heads: usize,
-    pub intermediate: usize,
-    pub vocab: usize,
-    pub rope_theta: f32,
-    pub rms_eps: f32,
-}
-
-impl LlamaConfig {
-    pub fn head_dim(&self) -> usize {
-        self.hidden / self.heads
-    }
-}
 
 /// One decoder layer's matrices (`[out, in]`, row-major) and norms.
 #[derive(Debug, Clone)]
@@ -47,7 +29,7 @@ pub struct LayerWeights {
 
 impl LayerWeights {
     /// The layer's linear layers by their Hugging Face names, with `(rows, cols)`.
-    pub fn linears(&self, c: &LlamaConfig) -> [(&'static str, &Vec<f32>, usize, usize); 7] {
+    pub fn linears(&self, c: &ModelConfig) -> [(&'static str, &Vec<f32>, usize, usize); 7] {
         let (h, kv, i) = (c.hidden, c.kv_heads * c.head_dim(), c.intermediate);
         [
             ("self_attn.q_proj", &self.q, h, h),
@@ -63,7 +45,7 @@ impl LayerWeights {
 
 #[derive(Debug, Clone)]
 pub struct LlamaWeights {
-    pub config: LlamaConfig,
+    pub config: ModelConfig,
     /// `[vocab, hidden]`; the output projection too (SmolLM2 ties them).
     pub embed: Vec<f32>,
     /// `[vocab, hidden]` where the model does not tie it to the embeddings.
@@ -107,22 +89,7 @@ impl LlamaWeights {
     pub fn from_gguf(path: &Path) -> Result<LlamaWeights> {
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(path, e.to_string()))?;
-        let meta = |key: &str| {
-            content
-                .metadata
-                .get(key)
-                .ok_or_else(|| bad(path, format!("GGUF metadata {key} missing")))
-        };
-        let int = |key: &str| -> Result<usize> {
-            Ok(meta(key)?
-                .to_u32()
-                .map_err(|e| bad(path, format!("{key}: {e}")))? as usize)
-        };
-        let float = |key: &str| -> Result<f32> {
-            meta(key)?
-                .to_f32()
-                .map_err(|e| bad(path, format!("{key}: {e}")))
-        };
+        let config = ModelConfig::from_gguf(&content, path)?;
         let mut tensor = |name: &str| -> Result<(Vec<f32>, Vec<usize>)> {
             let qt = content
                 .tensor(&mut file, name, &Device::Cpu)
@@ -131,19 +98,8 @@ impl LlamaWeights {
             let dims = t.dims().to_vec();
             Ok((t.flatten_all()?.to_vec1::<f32>()?, dims))
         };
-        let hidden = int("llama.embedding_length")?;
-        let heads = int("llama.attention.head_count")?;
-        let (embed, embed_dims) = tensor("token_embd.weight")?;
-        let config = LlamaConfig {
-            layers: int("llama.block_count")?,
-            hidden,
-            heads,
-            kv_heads: int("llama.attention.head_count_kv")?,
-            intermediate: int("llama.feed_forward_length")?,
-            vocab: embed_dims[0],
-            rope_theta: float("llama.rope.freq_base").unwrap_or(10_000.0),
-            rms_eps: float("llama.attention.layer_norm_rms_epsilon")?,
-        };
+        let hidden = config.hidden;
+        let (embed, _) = tensor("token_embd.weight")?;
         let mut layers = Vec::with_capacity(config.layers);
         for l in 0..config.layers {
             let mut w = |n: &str| tensor(&format!("blk.{l}.{n}.weight")).map(|t| t.0);
@@ -184,27 +140,7 @@ impl LlamaWeights {
         let text = std::fs::read_to_string(&config_path).map_err(CollectError::io(&config_path))?;
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| bad(&config_path, e.to_string()))?;
-        let int = |key: &str| {
-            json[key]
-                .as_u64()
-                .map(|v| v as usize)
-                .ok_or_else(|| bad(&config_path, format!("{key} missing or not a count")))
-        };
-        let heads = int("num_attention_heads")?;
-        let theta = json["rope_theta"]
-            .as_f64()
-            .or_else(|| json["rope_parameters"]["rope_theta"].as_f64())
-            .unwrap_or(10_000.0);
-        let config = LlamaConfig {
-            layers: int("num_hidden_layers")?,
-            hidden: int("hidden_size")?,
-            heads,
-            kv_heads: int("num_key_value_heads").unwrap_or(heads),
-            intermediate: int("intermediate_size")?,
-            vocab: int("vocab_size")?,
-            rope_theta: theta as f32,
-            rms_eps: json["rms_norm_eps"].as_f64().unwrap_or(1e-6) as f32,
-        };
+        let config = ModelConfig::from_config_json(&json, &config_path)?;
         let quantized = compressed_tensors::format_of(&json, &config_path)?;
         let model = dir.join("model.safetensors");
         let bytes = std::fs::read(&model).map_err(CollectError::io(&model))?;

@@ -10,6 +10,7 @@ pub mod compressed_tensors;
 pub mod digits;
 mod image_model;
 pub mod llama_weights;
+pub mod model_config;
 pub mod retrain;
 pub mod smollm2;
 pub mod tiny_lm;

@@ -18,6 +18,7 @@ use hspi_datasets::NumericFormat;
 
 use super::llama_file_type::{self, ggml_type, tensor_type, Role};
 use crate::error::{CollectError, Result};
+use crate::zoo::model_config::ModelConfig;
 use crate::zoo::smollm2::NATIVE;
 
 struct Layer {
@@ -147,7 +148,7 @@ impl GgufAllPositions {
         kept: Option<&Path>,
     ) -> Result<GgufAllPositions> {
         let bad = |reason: String| CollectError::BadWeights {
-            model: "smollm2".into(),
+            model: "a GGUF language model".into(),
             path: path.into(),
             reason,
         };
@@ -159,33 +160,10 @@ impl GgufAllPositions {
         let dev = Device::Cpu;
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
-        let meta = |key: &str| {
-            content
-                .metadata
-                .get(key)
-                .ok_or_else(|| bad(format!("no {key} in the GGUF metadata")))
-        };
-        let number = |key: &str| -> Result<usize> {
-            Ok(meta(key)?.to_u32().map_err(|e| bad(e.to_string()))? as usize)
-        };
-        let eps = f64::from(
-            meta("llama.attention.layer_norm_rms_epsilon")?
-                .to_f32()
-                .map_err(|e| bad(e.to_string()))?,
-        );
-        let rope_base = meta("llama.rope.freq_base")
-            .and_then(|v| v.to_f32().map_err(|e| bad(e.to_string())))
-            .unwrap_or(10000.0);
-        let arch = meta("general.architecture")
-            .ok()
-            .and_then(|v| v.to_string().ok().cloned())
-            .unwrap_or_default();
-        let (heads, kv_heads) = (
-            number("llama.attention.head_count")?,
-            number("llama.attention.head_count_kv")?,
-        );
-        let hidden = number("llama.embedding_length")?;
-        let blocks = number("llama.block_count")?;
+        let config = ModelConfig::from_gguf(&content, path)?;
+        let (eps, rope_base) = (f64::from(config.rms_eps), config.rope_theta);
+        let (heads, kv_heads, hidden, blocks) =
+            (config.heads, config.kv_heads, config.hidden, config.layers);
         let mut tensor = |name: &str| -> Result<QTensor> {
             content
                 .tensor(&mut file, name, &dev)
@@ -303,7 +281,7 @@ impl GgufAllPositions {
             heads,
             kv_heads,
             head_dim: hidden / heads,
-            neox: arch != "llama",
+            neox: config.arch != "llama",
             rope_base,
             prefix: None,
             last: Vec::new(),

@@ -15,7 +15,7 @@ use hspi_datasets::NumericFormat;
 
 use crate::error::{CollectError, Result};
 use crate::scheme::{self, round_bf16, LinearScheme};
-use crate::zoo::llama_weights::{LlamaConfig, LlamaWeights};
+use crate::zoo::llama_weights::{LlamaWeights, ModelConfig};
 
 /// A linear layer ready for the GEMM: the scheme's weights, transposed to `[in, out]`.
 struct Linear {
@@ -37,7 +37,7 @@ struct Layer {
 }
 
 pub struct ServedLm {
-    config: LlamaConfig,
+    config: ModelConfig,
     scheme: Box<dyn LinearScheme>,
     /// `[vocab, hidden]`, bf16 values.
     embed: Vec<f32>,

@@ -18,6 +18,7 @@ use super::gemm::{DeviceMatrix, Gemm};
 use super::kernels::{grid, int, Kernels, Storage};
 use crate::backend::{Batch, Runner};
 use crate::error::{CollectError, Result};
+use crate::zoo::model_config::ModelConfig;
 
 /// The longest prompt the attention kernel takes (its shared score buffer).
 const MAX_KEYS: usize = 1024;
@@ -103,27 +104,10 @@ impl CudaLm {
 
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
-        let meta = |key: &str| -> Result<&gguf_file::Value> {
-            content
-                .metadata
-                .get(key)
-                .ok_or_else(|| bad(format!("no metadata key {key}")))
-        };
-        let uint = |key: &str| -> Result<usize> {
-            Ok(meta(key)?.to_u32().map_err(|e| bad(e.to_string()))? as usize)
-        };
-        let dim = uint("llama.embedding_length")?;
-        let n_head = uint("llama.attention.head_count")?;
-        let n_kv = uint("llama.attention.head_count_kv")?;
-        let n_layer = uint("llama.block_count")?;
-        let eps = meta("llama.attention.layer_norm_rms_epsilon")?
-            .to_f32()
-            .map_err(|e| bad(e.to_string()))?;
-        let freq_base = content
-            .metadata
-            .get("llama.rope.freq_base")
-            .and_then(|v| v.to_f32().ok())
-            .unwrap_or(10000.0);
+        let config = ModelConfig::from_gguf(&content, path)?;
+        let (dim, n_head, n_kv, n_layer) =
+            (config.hidden, config.heads, config.kv_heads, config.layers);
+        let (eps, freq_base) = (config.rms_eps, config.rope_theta);
         let head_dim = dim / n_head;
         if head_dim > 128 || !head_dim.is_power_of_two() {
             return Err(bad(format!(

@@ -114,8 +114,14 @@ pub fn run(t: &Path) -> serde_json::Value {
         .collect();
     let formats: Vec<NumericFormat> = FORMATS.split(',').map(|f| f.parse().unwrap()).collect();
     let started = Instant::now();
-    let mut engines =
-        ForcedReferences::open(&llama::smollm2_gguf(), &formats, Vec::new(), None).unwrap();
+    let mut engines = ForcedReferences::open(
+        "smollm2",
+        &llama::smollm2_gguf(),
+        &formats,
+        Vec::new(),
+        None,
+    )
+    .unwrap();
     let load_s = started.elapsed().as_secs_f64();
     let (mut hspi_s, mut positions) = (0.0, 0usize);
     let mut contexts = Vec::new();

@@ -17,7 +17,6 @@ pub use crate::forced_server::ServerReference;
 use crate::serve::log_softmax;
 use crate::zoo::chat_template::Message;
 use crate::zoo::codec::Codec;
-use crate::zoo::ModelId;
 
 /// One format's engine, able to score every position of a given token sequence.
 enum ForcedLm {
@@ -91,11 +90,12 @@ impl ForcedReferences {
     /// (a format hspi does not compute, llama.cpp's formats from a checkpoint directory).
     /// Then each reference server's platform (each answered once, and named by no other).
     pub fn plan(
+        model: &str,
         weights: &Path,
         formats: &[NumericFormat],
         servers: &[ServerReference],
     ) -> Result<Vec<Platform>> {
-        let (_, mut platforms) = Self::formats(weights, formats)?;
+        let (_, mut platforms) = Self::formats(model, weights, formats)?;
         for s in servers {
             if platforms.contains(s.platform()) {
                 return Err(CollectError::BadRequest(format!(
@@ -109,15 +109,17 @@ impl ForcedReferences {
         Ok(platforms)
     }
 
-    /// The weights' file and the platforms of `formats` hspi computes itself.
+    /// The weights' file and the platforms of `formats` hspi computes itself for `model` (the
+    /// name the user audits it by).
     fn formats(
+        model: &str,
         weights: &Path,
         formats: &[NumericFormat],
     ) -> Result<(std::path::PathBuf, Vec<Platform>)> {
         // The path only: the weights' identity (a sha256 over them) is the caller's to check once.
-        let path = crate::zoo::smollm2::weights_path(Some(weights))?;
-        let model_id = ModelId::SmolLm2.name().to_string();
-        let platforms = crate::backend::candle_cpu::forced_platforms(ModelId::SmolLm2);
+        let path = crate::zoo::weights_at(weights, model, &format!("hspi fetch {model}"))?;
+        let model_id = model.to_string();
+        let platforms = crate::backend::candle_cpu::forced_platforms();
         let wanted: Vec<Platform> = if formats.is_empty() {
             platforms
         } else {
@@ -174,14 +176,15 @@ impl ForcedReferences {
     /// llama-servers the user names as reference engines of their own platforms, after the
     /// formats.
     pub fn open(
+        model: &str,
         weights: &Path,
         formats: &[NumericFormat],
         servers: Vec<ServerReference>,
         sha256: Option<&str>,
     ) -> Result<ForcedReferences> {
-        let (path, wanted) = Self::formats(weights, formats)?;
+        let (path, wanted) = Self::formats(model, weights, formats)?;
         let path = &path;
-        let model_id = ModelId::SmolLm2.name().to_string();
+        let model_id = model.to_string();
         let served_weights = if wanted
             .iter()
             .any(|p| crate::scheme::for_format(p.format).is_some())

@@ -87,7 +87,8 @@ fn teacher_forced_references_rank_a_greedy_answer_first_at_every_position() {
         ),
     ];
     for (format, (answer, generated)) in answers {
-        let mut engines = ForcedReferences::open(&path, &[format], Vec::new(), None).unwrap();
+        let mut engines =
+            ForcedReferences::open("smollm2", &path, &[format], Vec::new(), None).unwrap();
         let (refs, cost) = engines.score(&input, &answer, 5).unwrap();
         assert_eq!((refs.len(), cost.positions), (1, ANSWER));
         let Outputs::Completion { steps, .. } = &refs[0].outputs else {

@@ -67,16 +67,20 @@ impl ForcedSession {
         mode: OpenMode,
         command: &str,
     ) -> Result<ForcedSession> {
-        let platforms =
-            ForcedReferences::plan(&engines.weights, &engines.formats, &engines.servers)?;
-        let sha = model.weights_sha256.clone();
+        let platforms = ForcedReferences::plan(
+            &model.id,
+            &engines.weights,
+            &engines.formats,
+            &engines.servers,
+        )?;
+        let (sha, id) = (model.weights_sha256.clone(), model.id.clone());
         let engines = Engines::Loading(std::thread::spawn(move || {
             let ForcedEngines {
                 weights,
                 formats,
                 servers,
             } = engines;
-            ForcedReferences::open(&weights, &formats, servers, Some(&sha))
+            ForcedReferences::open(&id, &weights, &formats, servers, Some(&sha))
         }));
         let manifest = Manifest {
             schema_version: SCHEMA_VERSION,

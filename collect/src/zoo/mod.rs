@@ -20,6 +20,7 @@ pub use candle_layers::{forward_layers, CandleLayer};
 pub use image_model::{
     named_tensors, sha256_hex, ConvShape, GemmView, ImageModel, Layer, LayerSpec, Step,
 };
+pub use model_config::weights_at;
 pub use tiny_lm::TinyLm;
 
 use std::path::{Path, PathBuf};

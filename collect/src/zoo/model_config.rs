@@ -105,6 +105,20 @@ impl ModelConfig {
     }
 }
 
+/// `path` as a language model's weights: a GGUF file, or a Hugging Face checkpoint directory
+/// (`config.json` beside its safetensors); else which model's weights are missing and how to
+/// fetch them.
+pub fn weights_at(path: &Path, model: &str, fetch: &str) -> Result<std::path::PathBuf> {
+    if path.is_file() || path.join("config.json").is_file() {
+        return Ok(path.to_path_buf());
+    }
+    Err(CollectError::MissingWeights {
+        model: model.into(),
+        path: path.into(),
+        fetch: fetch.into(),
+    })
+}
+
 fn bad(path: &Path, arch: &str, reason: impl ToString) -> CollectError {
     CollectError::BadWeights {
         model: format!("a {arch} model"),

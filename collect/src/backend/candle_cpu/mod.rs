@@ -33,16 +33,21 @@ pub struct CandleCpu;
 /// The platforms hspi computes `model`'s references at on the provider's own tokens: the
 /// formats the collection grid runs, and the llama.cpp file types only the all-positions pass
 /// requantises to (`GgufAllPositions`).
-pub fn forced_platforms(model: ModelId) -> Vec<Platform> {
-    let mut formats = formats(model);
-    if model == ModelId::SmolLm2 {
-        for f in gguf_all_positions::formats() {
-            if !formats.contains(&f) {
-                formats.push(f);
-            }
+pub fn forced_platforms() -> Vec<Platform> {
+    let mut formats = language_model_formats();
+    for f in gguf_all_positions::formats() {
+        if !formats.contains(&f) {
+            formats.push(f);
         }
     }
     formats.into_iter().map(platform).collect()
+}
+
+/// A GGUF language model's formats: llama.cpp's that candle runs, and the market's schemes.
+fn language_model_formats() -> Vec<NumericFormat> {
+    let mut formats = gguf_lm::formats();
+    formats.extend(crate::scheme::market_formats());
+    formats
 }
 
 /// candle's dtype for `format`, when candle computes in it directly.
@@ -61,11 +66,7 @@ fn formats(model: ModelId) -> Vec<NumericFormat> {
         ModelId::CnnDigits | ModelId::TinyLm => {
             vec![NumericFormat::F32, NumericFormat::F16, NumericFormat::Bf16]
         }
-        ModelId::SmolLm2 => {
-            let mut formats = gguf_lm::formats();
-            formats.extend(crate::scheme::market_formats());
-            formats
-        }
+        ModelId::SmolLm2 => language_model_formats(),
     }
 }
 

@@ -13,7 +13,7 @@ pub struct EndpointArgs {
     /// Collect from this OpenAI-compatible URL (…/v1/chat/completions or …/v1/completions).
     #[arg(long, help_heading = "Endpoint")]
     pub endpoint: Option<String>,
-    /// chat or completions (default: from the URL's path).
+    /// The API shape: chat, completions or sglang (default: from the URL's path)
     #[arg(long, help_heading = "Endpoint")]
     pub api: Option<String>,
     /// The platform the endpoint is known to run (for reference datasets), e.g.

@@ -186,20 +186,6 @@ mod tests {
         assert!(e.contains("no general.architecture"), "{e}");
     }
 
-    /// SmolLM2-135M's GGUF (the packaged file), as its model card gives it.
-    #[test]
-    fn smollm2s_gguf_reads_as_its_model_card_says() {
-        let path = crate::zoo::smollm2::weights_path(None).unwrap();
-        let mut f = std::fs::File::open(&path).unwrap();
-        let content = gguf_file::Content::read(&mut f).unwrap();
-        let c = ModelConfig::from_gguf(&content, &path).unwrap();
-        assert_eq!(
-            (c.arch.as_str(), c.layers, c.hidden, c.heads, c.kv_heads),
-            ("llama", 30, 576, 9, 3)
-        );
-        assert_eq!((c.intermediate, c.vocab, c.head_dim()), (1536, 49152, 64));
-    }
-
     /// A Hugging Face checkpoint's `config.json` (llm-compressor's tiny llama fixture).
     #[test]
     fn a_checkpoints_config_json_reads_with_its_model_type() {

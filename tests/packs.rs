@@ -319,17 +319,22 @@ fn an_installed_pack_is_listed_and_found_by_model() {
 
 /// `pack build --formats` with router words: `int4` is llama.cpp's Q4_0 and the market's INT4
 /// W4A16 (group 64) computed by hspi's own engine as vLLM computes it, each a platform of the
-/// pack with every pool prompt; a word no engine here computes is refused by name.
+/// pack with every pool prompt, for a model named as the user names it (not one of the zoo's);
+/// a word no engine here computes is refused by name.
 #[test]
 fn a_pack_builds_a_router_words_formats_on_llama_cpp_and_hspis_own_engine() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("pack");
+    // A model the zoo does not know by name: its weights are what the user gives.
+    let gguf = common::llama::smollm2_gguf();
     let build = |formats: &str| {
         run(&[
             "pack",
             "build",
             "--model",
-            "smollm2",
+            "my-llama",
+            "--gguf",
+            gguf.to_str().unwrap(),
             "--formats",
             formats,
             "--count",
@@ -366,6 +371,7 @@ fn a_pack_builds_a_router_words_formats_on_llama_cpp_and_hspis_own_engine() {
     assert!(platforms.iter().any(|p| p.0.contains("/candle-")
         && p.0.contains("/int4-w4a16-g64/")
         && p.2.contains("hspi's own engine")));
+    assert_eq!(manifest["model"]["id"], "my-llama");
     ok(&["pack", "verify", out.to_str().unwrap()]);
 }
 

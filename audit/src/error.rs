@@ -41,8 +41,6 @@ pub enum AuditError {
     ModelsDiffer { train: String, test: String },
     #[error("--formats {word}: no engine here computes a {word} format yet\nhint: collect it from an endpoint that serves it (--reference-endpoint URL --label PLATFORM)")]
     NoEngineForFamily { word: String },
-    #[error("--formats {format}: hspi's own engine computes the zoo's language models (smollm2), not {model}\nhint: collect {format} from an endpoint that serves it (--reference-endpoint URL --label PLATFORM)")]
-    NotAZooModel { format: String, model: String },
     #[error("--formats {format}: hspi's engine does not compute {model} at it")]
     FormatNotComputed { format: String, model: String },
     #[error("--formats needs --gguf FILE (the weights to requantise)")]

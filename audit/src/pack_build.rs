@@ -7,11 +7,10 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use hspi_collect::backend::{Backend, CandleCpu};
 use hspi_collect::llama::{LlamaBuild, LlamaServer};
 use hspi_collect::session::{EndpointOptions, EndpointSession};
 use hspi_collect::zoo::codec::Codec;
-use hspi_collect::zoo::{Model, ModelId};
+use hspi_collect::zoo::Model;
 use hspi_collect::NoProgress;
 use hspi_datasets::{
     manifest::unix_now, Dataset, FormatFamily, GgufType, NumericFormat, OpenMode, Platform,
@@ -374,13 +373,8 @@ fn hspi_engine(
     weights: &Path,
     format: NumericFormat,
 ) -> Result<(EndpointOptions, hspi_collect::serve::ServerHandle), AuditError> {
-    let id = ModelId::parse(&b.model).map_err(|_| AuditError::NotAZooModel {
-        format: format.to_string(),
-        model: b.model.clone(),
-    })?;
-    let model = Model::load(id, Some(weights))?;
-    let platform = CandleCpu
-        .platforms(id)?
+    let model = Model::language_model(&b.model, weights)?;
+    let platform = hspi_collect::backend::candle_cpu::language_model_platforms()
         .into_iter()
         .find(|p| p.format == format)
         .ok_or_else(|| AuditError::FormatNotComputed {

@@ -96,6 +96,18 @@ impl Model {
         }
     }
 
+    /// A language model the user names, from its weights (a GGUF file or a checkpoint
+    /// directory): `id` is the name it is audited by, its identity the weights' sha256.
+    pub fn language_model(id: &str, weights: &Path) -> Result<Model> {
+        let path = weights_at(weights, id, &format!("hspi fetch {id}"))?;
+        let info = ModelInfo {
+            id: id.into(),
+            weights_sha256: weights_sha256(&path)?,
+            task: hspi_datasets::CAUSAL_LM.into(),
+        };
+        Ok(Model::Lm { path, info })
+    }
+
     /// Which zoo model this is (weights loaded from a file keep their model's id).
     pub fn id(&self) -> ModelId {
         match self {

@@ -43,6 +43,12 @@ pub fn forced_platforms() -> Vec<Platform> {
     formats.into_iter().map(platform).collect()
 }
 
+/// The platforms hspi serves any GGUF language model at: llama.cpp's formats candle runs and the
+/// market's schemes (`pack build --formats`).
+pub fn language_model_platforms() -> Vec<Platform> {
+    language_model_formats().into_iter().map(platform).collect()
+}
+
 /// A GGUF language model's formats: llama.cpp's that candle runs, and the market's schemes.
 fn language_model_formats() -> Vec<NumericFormat> {
     let mut formats = gguf_lm::formats();

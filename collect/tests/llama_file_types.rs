@@ -6,7 +6,9 @@
 
 use candle_core::quantized::gguf_file;
 use candle_core::Device;
-use hspi_collect::backend::candle_cpu::{llama_quantize, llama_tensor_type, Role};
+use hspi_collect::backend::candle_cpu::{
+    llama_file_format, llama_quantize, llama_tensor_type, Role,
+};
 use hspi_datasets::NumericFormat;
 
 fn open(path: &std::path::Path) -> (gguf_file::Content, std::fs::File) {
@@ -20,6 +22,11 @@ fn open(path: &std::path::Path) -> (gguf_file::Content, std::fs::File) {
 fn every_matrix_of_llama_cpps_files_is_requantised_to_its_type_and_bytes() {
     let dir = hspi_collect::zoo::cache_dir().join("smollm2");
     let (src, mut sf) = open(&dir.join("SmolLM2-135M-Instruct.Q4_1.gguf"));
+    assert_eq!(
+        llama_file_format(&src),
+        Some("q4_1".parse().unwrap()),
+        "the packaged file"
+    );
     let layers = 30;
     for (file, format) in [
         ("Q8_0", "q8_0"),
@@ -30,6 +37,8 @@ fn every_matrix_of_llama_cpps_files_is_requantised_to_its_type_and_bytes() {
     ] {
         let format: NumericFormat = format.parse().unwrap();
         let (dst, mut df) = open(&dir.join(format!("quants/smollm2-{file}.gguf")));
+        // The file says what it is (a file of the very format loads as it is).
+        assert_eq!(llama_file_format(&dst), Some(format), "{file}");
         let mut names: Vec<&String> = dst.tensor_infos.keys().collect();
         names.sort();
         let mut checked = 0;

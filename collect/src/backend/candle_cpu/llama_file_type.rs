@@ -8,7 +8,7 @@
 //! and 30 Q6_K ones (the `ffn_down` rows of 1536): its answers carry mostly Q8_0's rounding, and
 //! only references of the same mix tell the two apart.
 
-use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::Tensor;
 use hspi_datasets::{GgufType, NumericFormat};
 
@@ -28,6 +28,25 @@ pub enum Role<'a> {
         layer: usize,
         layers: usize,
     },
+}
+
+/// The file type a GGUF file says it is (`general.file_type`, llama.cpp's `llama_ftype`), for
+/// the file types hspi computes: such a file's matrices load as they are.
+pub fn file_format(content: &gguf_file::Content) -> Option<NumericFormat> {
+    let ftype = content.metadata.get("general.file_type")?.to_u32().ok()?;
+    Some(match ftype {
+        0 => NumericFormat::F32,
+        1 => NumericFormat::F16,
+        2 => NumericFormat::Gguf(GgufType::Q4_0),
+        3 => NumericFormat::Gguf(GgufType::Q4_1),
+        7 => NumericFormat::Gguf(GgufType::Q8_0),
+        8 => NumericFormat::Gguf(GgufType::Q5_0),
+        9 => NumericFormat::Gguf(GgufType::Q5_1),
+        15 => NumericFormat::Gguf(GgufType::Q4KM),
+        17 => NumericFormat::Gguf(GgufType::Q5KM),
+        18 => NumericFormat::Gguf(GgufType::Q6K),
+        _ => return None,
+    })
 }
 
 /// The ggml type of `format`'s own blocks (a mix's default), for the file types hspi

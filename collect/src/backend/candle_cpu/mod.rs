@@ -16,7 +16,10 @@ mod tiny_lm;
 pub use gguf_all_positions::GgufAllPositions;
 pub use gguf_lm::QuantizedLm;
 pub use image::CandleImage;
-pub use llama_file_type::{quantize as llama_quantize, tensor_type as llama_tensor_type, Role};
+pub use llama_file_type::{
+    file_format as llama_file_format, quantize as llama_quantize, tensor_type as llama_tensor_type,
+    Role,
+};
 pub use served_lm::ServedLm;
 pub use tiny_lm::TinyLmRunner;
 

@@ -42,7 +42,7 @@ pub struct PackBuild<'a> {
     /// nvfp4-a16, mxfp4 …), router words for every format they cover (fp8, int8, int4, fp4 …).
     pub formats: Vec<String>,
     /// The weights the local formats are made from and the tokenizer counts billing with
-    /// (default for smollm2 with --formats: the packaged file).
+    /// (default with --formats: the fetched file, for a model `hspi fetch` knows).
     pub gguf: Option<PathBuf>,
     /// The llama.cpp build (`…/VERSION/VARIANT/bin`; default: `.ci/build-llama avx2`'s).
     pub llama_bin: Option<PathBuf>,
@@ -235,8 +235,9 @@ fn collect_platform(
 pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
     let endpoints = trusted_endpoints(&b)?;
     let gguf = match (&b.gguf, b.model.as_str()) {
-        (None, "smollm2") if !b.formats.is_empty() => {
-            Some(hspi_collect::zoo::smollm2::weights_path(None)?)
+        // A model whose weights a registry packages: the fetched file.
+        (None, model) if !b.formats.is_empty() => {
+            hspi_collect::zoo::fetched_weights(model).transpose()?
         }
         (g, _) => g.clone(),
     };

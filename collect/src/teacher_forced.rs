@@ -117,7 +117,7 @@ impl ForcedReferences {
         formats: &[NumericFormat],
     ) -> Result<(std::path::PathBuf, Vec<Platform>)> {
         // The path only: the weights' identity (a sha256 over them) is the caller's to check once.
-        let path = crate::zoo::weights_at(weights, model, &format!("hspi fetch {model}"))?;
+        let path = crate::zoo::weights_at(weights, model)?;
         let model_id = model.to_string();
         let platforms = crate::backend::candle_cpu::forced_platforms();
         let wanted: Vec<Platform> = if formats.is_empty() {

@@ -16,3 +16,24 @@ fn smollm2s_gguf_reads_as_its_model_card_says() {
     );
     assert_eq!((c.intermediate, c.vocab, c.head_dim()), (1536, 49152, 64));
 }
+
+/// Only the models a registry packages have default weights; any other name needs its own.
+#[test]
+fn fetched_weights_are_the_default_only_for_fetchable_models() {
+    let smollm2 = hspi_collect::zoo::fetched_weights("smollm2")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        smollm2,
+        hspi_collect::zoo::smollm2::weights_path(None).unwrap()
+    );
+    assert!(hspi_collect::zoo::fetched_weights("my-llama").is_none());
+    let missing = std::path::Path::new("/nonexistent/my-llama.gguf");
+    let e = hspi_collect::zoo::weights_at(missing, "my-llama")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("pass --weights PATH") && !e.contains("hspi fetch"),
+        "{e}"
+    );
+}

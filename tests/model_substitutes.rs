@@ -19,20 +19,8 @@ const F16: &str = "*/*/f16/*";
 /// 200 audits of the answers in `served` against `claim` with the shipped pack, each stopping
 /// after `max_queries` answers, shown `shown` (`exact` or `text-only`): the tally.
 fn tally(served: &Path, claim: &str, max_queries: usize, shown: &str) -> serde_json::Value {
-    let pack = common::shipped_pack();
-    let classifier = pack.join("classifier.json");
-    let refs: Vec<String> = common::shipped_references()
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
     let queries = max_queries.to_string();
-    let mut args = vec![
-        "verify",
-        served.to_str().unwrap(),
-        "--classifier",
-        classifier.to_str().unwrap(),
-        "--claim",
-        claim,
+    let extra = [
         "--audits",
         "200",
         "--max-queries",
@@ -40,10 +28,9 @@ fn tally(served: &Path, claim: &str, max_queries: usize, shown: &str) -> serde_j
         "--as",
         shown,
         "--json",
-        "--references",
     ];
-    args.extend(refs.iter().map(String::as_str));
-    let r = common::ok(&args);
+    let r = common::verify_with_shipped_pack(served, claim, &extra);
+    assert_eq!(r.code, 0, "hspi verify failed:\n{}", r.stderr);
     serde_json::from_str(&r.stdout).unwrap()
 }
 

@@ -379,23 +379,8 @@ fn a_pack_builds_a_router_words_formats_on_llama_cpp_and_hspis_own_engine() {
 /// refused before any answer is weighed, each with its own reason.
 #[test]
 fn a_claim_with_nothing_to_check_is_refused_with_its_reason() {
-    let pack = shipped_pack();
     let served = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/atlas/vllm-cpu/f32-unseen");
-    let classifier = pack.join("classifier.json");
-    let refs = shipped_references();
-    let verify = |claim: &str| {
-        let mut args = vec![
-            "verify",
-            served.to_str().unwrap(),
-            "--classifier",
-            classifier.to_str().unwrap(),
-            "--claim",
-            claim,
-            "--references",
-        ];
-        args.extend(refs.iter().map(|r| r.to_str().unwrap()));
-        run(&args)
-    };
+    let verify = |claim: &str| verify_with_shipped_pack(&served, claim, &[]);
     let open = verify("*/*/*/*");
     assert_eq!(open.code, 2, "{}", open.stderr);
     assert!(

@@ -230,6 +230,27 @@ pub fn ok(args: &[&str]) -> Run {
     r
 }
 
+/// `hspi verify SERVED --claim CLAIM EXTRA…` with the shipped pack's classifier and references.
+pub fn verify_with_shipped_pack(served: &Path, claim: &str, extra: &[&str]) -> Run {
+    let classifier = shipped_pack().join("classifier.json");
+    let refs: Vec<String> = shipped_references()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let mut args = vec![
+        "verify",
+        served.to_str().unwrap(),
+        "--classifier",
+        classifier.to_str().unwrap(),
+        "--claim",
+        claim,
+    ];
+    args.extend(extra);
+    args.push("--references");
+    args.extend(refs.iter().map(String::as_str));
+    run(&args)
+}
+
 /// `hspi eqc --json` over `dirs`: each class's members.
 pub fn eqcs(dirs: &[&Path]) -> Vec<Vec<String>> {
     let mut args = vec!["eqc", "--json"];

@@ -117,7 +117,10 @@ impl FromStr for NumericFormat {
         let formats = NumericFormat::all();
         // A grouped format's name is its row's stem and any positive group size.
         for f in &formats {
-            let Some(g) = s.strip_prefix(f.spec().name).filter(|_| f.spec().grouped) else {
+            let Some(g) = s
+                .strip_prefix(f.spec().name)
+                .filter(|_| f.group().is_some())
+            else {
                 continue;
             };
             return match g.parse::<u32>() {

@@ -27,11 +27,10 @@ pub enum EvidenceClass {
 /// One format's row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FormatSpec {
-    /// The name claims, platforms and packs write; for a grouped format the stem the group
-    /// size follows (`int4-g` + `128`).
+    /// The name claims, platforms and packs write; for a grouped format (one whose variant
+    /// carries a group size, [`NumericFormat::group`]) the stem the group follows (`int4-g` +
+    /// `128`).
     pub name: &'static str,
-    /// Whether the name carries a group size.
-    pub grouped: bool,
     /// The narrowest router word it is sold under (`nvfp4` rather than `fp4`); none where the
     /// market has no word for it.
     pub family: Option<FormatFamily>,
@@ -48,7 +47,6 @@ const fn row(
 ) -> FormatSpec {
     FormatSpec {
         name,
-        grouped: false,
         family,
         weight_only,
         evidence,
@@ -58,7 +56,6 @@ const fn row(
 const fn grouped(name: &'static str, family: FormatFamily, evidence: EvidenceClass) -> FormatSpec {
     FormatSpec {
         name,
-        grouped: true,
         family: Some(family),
         weight_only: true,
         evidence,
@@ -131,7 +128,6 @@ mod tests {
     fn every_format_has_a_row_whose_name_round_trips() {
         for f in NumericFormat::all() {
             let spec = f.spec();
-            assert_eq!(spec.grouped, f.group().is_some(), "{f}");
             assert!(f.to_string().starts_with(spec.name), "{f}");
             assert_eq!(f.to_string().parse::<NumericFormat>().unwrap(), f);
         }

@@ -84,12 +84,49 @@ fn unpermute(w: &[f32], heads: usize, cols: usize) -> Vec<f32> {
     out
 }
 
+/// Refuse a model the llama-only passes (the served path, CUDA) would compute wrongly: another
+/// family, rotary scaling (Llama 3's `rope_freqs`, `rope_scaling: llama3`), or a head width of
+/// its own. Such a model runs at llama.cpp's formats on the all-positions pass, which computes
+/// every family in `super::architecture`.
+pub fn llama_only(config: &ModelConfig, rope_scaled: bool, path: &Path, pass: &str) -> Result<()> {
+    let refusal = if config.architecture.family != "llama" {
+        Some(format!("it is a {} model", config.arch))
+    } else if rope_scaled {
+        Some("its rotary frequencies are scaled (Llama 3)".to_string())
+    } else if config.head_dim * config.heads != config.hidden {
+        Some(format!(
+            "its heads are {} wide, not hidden / heads",
+            config.head_dim
+        ))
+    } else {
+        None
+    };
+    match refusal {
+        Some(why) => Err(CollectError::BadWeights {
+            model: format!("a {} model", config.arch),
+            path: path.into(),
+            reason: format!(
+                "{pass} computes plain llama models only and {why}; it runs at llama.cpp's \
+                 formats (f32 f16 q8_0 q4_0 q4_1 q6_k q5_k_m q4_k_m)"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 impl LlamaWeights {
     /// From a GGUF file of the llama architecture, every tensor dequantised to f32.
     pub fn from_gguf(path: &Path) -> Result<LlamaWeights> {
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(path, e.to_string()))?;
         let config = ModelConfig::from_gguf(&content, path)?;
+        let rope_scaled = content.tensor_infos.contains_key("rope_freqs.weight");
+        llama_only(
+            &config,
+            rope_scaled,
+            path,
+            "the served path (the market's formats)",
+        )?;
         let mut tensor = |name: &str| -> Result<(Vec<f32>, Vec<usize>)> {
             let qt = content
                 .tensor(&mut file, name, &Device::Cpu)
@@ -141,6 +178,16 @@ impl LlamaWeights {
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| bad(&config_path, e.to_string()))?;
         let config = ModelConfig::from_config_json(&json, &config_path)?;
+        let rope_type = |v: &serde_json::Value| v["rope_type"].as_str().map(String::from);
+        let rope_scaled = rope_type(&json["rope_scaling"])
+            .or_else(|| rope_type(&json["rope_parameters"]))
+            .is_some_and(|t| t != "default");
+        llama_only(
+            &config,
+            rope_scaled,
+            &config_path,
+            "the served path (the market's formats)",
+        )?;
         let quantized = compressed_tensors::format_of(&json, &config_path)?;
         let model = dir.join("model.safetensors");
         let bytes = std::fs::read(&model).map_err(CollectError::io(&model))?;

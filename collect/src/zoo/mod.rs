@@ -1,5 +1,6 @@
 //! The model zoo: models hspi ships (trained by its own code) or loads from registry packages.
 
+pub mod architecture;
 pub mod bpe;
 mod cache;
 mod candle_layers;

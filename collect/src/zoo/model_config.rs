@@ -1,25 +1,31 @@
 //! A language model's configuration, read in one place: from a GGUF file's metadata (the
 //! architecture in `general.architecture`, its numbers under that name: `llama.block_count`,
 //! `qwen3.block_count`, … as llama.cpp's converter writes them) or from a Hugging Face
-//! checkpoint's `config.json`. Every forward pass (the GGUF path, the served path, CUDA) takes
-//! this, never the metadata itself.
+//! checkpoint's `config.json` — both through one parser ([`ModelConfig::read`]) over
+//! [`Settings`], with the family's own settings read by its file in `super::architecture`. Every
+//! forward pass (the GGUF path, the served path, CUDA) takes this, never the metadata itself.
 
 use std::path::Path;
 
 use candle_core::quantized::gguf_file;
 
+use super::architecture::{self, Architecture, Key, Settings};
 use crate::error::{CollectError, Result};
 
 /// What a forward pass needs to know of a decoder-only language model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelConfig {
-    /// The architecture as GGUF names it (`llama`, `qwen2`, `gemma3`, …; `config.json`'s
-    /// `model_type`).
+    /// The architecture as its file names it (`llama`, `qwen2`, `gemma3`, …; `config.json`'s
+    /// `model_type`, such as `mistral` or `gemma3_text`).
     pub arch: String,
+    /// What its family's forward pass does differently from llama's.
+    pub architecture: Architecture,
     pub layers: usize,
     pub hidden: usize,
     pub heads: usize,
     pub kv_heads: usize,
+    /// Each head's width: `hidden / heads` unless the model names its own (qwen3, gemma3).
+    pub head_dim: usize,
     pub intermediate: usize,
     pub vocab: usize,
     pub rope_theta: f32,
@@ -28,10 +34,155 @@ pub struct ModelConfig {
 
 /// llama.cpp's default rotary base where a file names none.
 const DEFAULT_ROPE_THETA: f32 = 10_000.0;
+/// Where neither a GGUF file nor a `config.json` names the norms' epsilon.
+const DEFAULT_RMS_EPS: f32 = 1e-6;
+
+const LAYERS: Key = Key {
+    gguf: "block_count",
+    json: &["num_hidden_layers"],
+};
+const HIDDEN: Key = Key {
+    gguf: "embedding_length",
+    json: &["hidden_size"],
+};
+const HEADS: Key = Key {
+    gguf: "attention.head_count",
+    json: &["num_attention_heads"],
+};
+const KV_HEADS: Key = Key {
+    gguf: "attention.head_count_kv",
+    json: &["num_key_value_heads"],
+};
+const HEAD_DIM: Key = Key {
+    gguf: "attention.key_length",
+    json: &["head_dim"],
+};
+const INTERMEDIATE: Key = Key {
+    gguf: "feed_forward_length",
+    json: &["intermediate_size"],
+};
+const ROPE_THETA: Key = Key {
+    gguf: "rope.freq_base",
+    // transformers 5 writes it under rope_parameters (per attention type for gemma3).
+    json: &[
+        "rope_theta",
+        "rope_parameters.rope_theta",
+        "rope_parameters.full_attention.rope_theta",
+    ],
+};
+const RMS_EPS: Key = Key {
+    gguf: "attention.layer_norm_rms_epsilon",
+    json: &["rms_norm_eps"],
+};
+
+/// A GGUF file's metadata, its numbers under the architecture's name.
+struct GgufSettings<'a> {
+    content: &'a gguf_file::Content,
+    arch: &'a str,
+}
+
+impl GgufSettings<'_> {
+    fn value(&self, key: Key) -> Option<(String, &gguf_file::Value)> {
+        let key = format!("{}.{}", self.arch, key.gguf);
+        let value = self.content.metadata.get(&key)?;
+        Some((key, value))
+    }
+}
+
+impl Settings for GgufSettings<'_> {
+    fn count(&self, key: Key) -> std::result::Result<Option<usize>, String> {
+        self.value(key)
+            .map(|(key, v)| {
+                v.to_u32()
+                    .map(|n| n as usize)
+                    .map_err(|e| format!("{key}: {e}"))
+            })
+            .transpose()
+    }
+
+    fn float(&self, key: Key) -> std::result::Result<Option<f32>, String> {
+        self.value(key)
+            .map(|(key, v)| v.to_f32().map_err(|e| format!("{key}: {e}")))
+            .transpose()
+    }
+}
+
+/// A `config.json`; a key's first path that is present gives its value.
+struct JsonSettings<'a>(&'a serde_json::Value);
+
+impl JsonSettings<'_> {
+    fn value(&self, key: Key) -> Option<(&'static str, &serde_json::Value)> {
+        key.json.iter().find_map(|path| {
+            let v = path
+                .split('.')
+                .try_fold(self.0, |v, part| v.get(part))
+                .filter(|v| !v.is_null())?;
+            Some((*path, v))
+        })
+    }
+}
+
+impl Settings for JsonSettings<'_> {
+    fn count(&self, key: Key) -> std::result::Result<Option<usize>, String> {
+        self.value(key)
+            .map(|(path, v)| {
+                v.as_u64()
+                    .map(|n| n as usize)
+                    .ok_or_else(|| format!("{path} is not a count"))
+            })
+            .transpose()
+    }
+
+    fn float(&self, key: Key) -> std::result::Result<Option<f32>, String> {
+        self.value(key)
+            .map(|(path, v)| {
+                v.as_f64()
+                    .map(|n| n as f32)
+                    .ok_or_else(|| format!("{path} is not a number"))
+            })
+            .transpose()
+    }
+}
 
 impl ModelConfig {
     pub fn head_dim(&self) -> usize {
-        self.hidden / self.heads
+        self.head_dim
+    }
+
+    /// The configuration of a model of family `family` (named `arch` in its file) from its
+    /// settings, with `vocab` tokens. The one parser of both stores.
+    fn read(
+        arch: String,
+        family: &architecture::Family,
+        settings: &dyn Settings,
+        vocab: usize,
+    ) -> std::result::Result<ModelConfig, String> {
+        let required = |key: Key| -> std::result::Result<usize, String> {
+            settings.count(key)?.ok_or_else(|| {
+                format!(
+                    "no {} ({}) in its settings",
+                    key.gguf,
+                    key.json.join(" or ")
+                )
+            })
+        };
+        let (hidden, heads) = (required(HIDDEN)?, required(HEADS)?);
+        if heads == 0 {
+            return Err("attention.head_count is 0".into());
+        }
+        Ok(ModelConfig {
+            architecture: (family.read)(settings)?,
+            layers: required(LAYERS)?,
+            hidden,
+            heads,
+            kv_heads: settings.count(KV_HEADS)?.unwrap_or(heads),
+            head_dim: settings.count(HEAD_DIM)?.unwrap_or(hidden / heads),
+            intermediate: required(INTERMEDIATE)?,
+            vocab,
+            rope_theta: settings.float(ROPE_THETA)?.unwrap_or(DEFAULT_ROPE_THETA),
+            rms_eps: settings.float(RMS_EPS)?.unwrap_or(DEFAULT_RMS_EPS),
+            arch,
+        })
     }
 
     /// From a GGUF file's metadata; the vocabulary from the token embeddings' rows.
@@ -40,68 +191,32 @@ impl ModelConfig {
             Some(v) => v.to_string().map_err(|e| bad(path, "gguf", e))?.clone(),
             None => return Err(bad(path, "gguf", "no general.architecture in its metadata")),
         };
-        let get = |key: &str| {
-            let key = format!("{arch}.{key}");
-            content
-                .metadata
-                .get(&key)
-                .map(|v| (key.clone(), v))
-                .ok_or_else(|| bad(path, &arch, format!("no {key} in its metadata")))
-        };
-        let count = |key: &str| -> Result<usize> {
-            let (key, v) = get(key)?;
-            Ok(v.to_u32()
-                .map_err(|e| bad(path, &arch, format!("{key}: {e}")))? as usize)
-        };
-        let float = |key: &str| -> Result<f32> {
-            let (key, v) = get(key)?;
-            v.to_f32()
-                .map_err(|e| bad(path, &arch, format!("{key}: {e}")))
-        };
-        let heads = count("attention.head_count")?;
+        let family = architecture::of_gguf(&arch).map_err(|e| bad(path, &arch, e))?;
         let vocab = content
             .tensor_infos
             .get("token_embd.weight")
             .and_then(|t| t.shape.dims().first().copied())
             .ok_or_else(|| bad(path, &arch, "no token_embd.weight tensor"))?;
-        Ok(ModelConfig {
-            layers: count("block_count")?,
-            hidden: count("embedding_length")?,
-            heads,
-            kv_heads: count("attention.head_count_kv").unwrap_or(heads),
-            intermediate: count("feed_forward_length")?,
-            vocab,
-            rope_theta: float("rope.freq_base").unwrap_or(DEFAULT_ROPE_THETA),
-            rms_eps: float("attention.layer_norm_rms_epsilon")?,
-            arch,
-        })
+        let settings = GgufSettings {
+            content,
+            arch: &arch,
+        };
+        ModelConfig::read(arch.clone(), family, &settings, vocab).map_err(|e| bad(path, &arch, e))
     }
 
     /// From a Hugging Face checkpoint's `config.json` (already parsed; `path` names it).
     pub fn from_config_json(json: &serde_json::Value, path: &Path) -> Result<ModelConfig> {
         let arch = json["model_type"].as_str().unwrap_or("llama").to_string();
-        let count = |key: &str| {
-            json[key]
-                .as_u64()
-                .map(|v| v as usize)
-                .ok_or_else(|| bad(path, &arch, format!("{key} missing or not a count")))
-        };
-        let heads = count("num_attention_heads")?;
-        let theta = json["rope_theta"]
-            .as_f64()
-            .or_else(|| json["rope_parameters"]["rope_theta"].as_f64())
-            .unwrap_or(f64::from(DEFAULT_ROPE_THETA));
-        Ok(ModelConfig {
-            layers: count("num_hidden_layers")?,
-            hidden: count("hidden_size")?,
-            heads,
-            kv_heads: count("num_key_value_heads").unwrap_or(heads),
-            intermediate: count("intermediate_size")?,
-            vocab: count("vocab_size")?,
-            rope_theta: theta as f32,
-            rms_eps: json["rms_norm_eps"].as_f64().unwrap_or(1e-6) as f32,
-            arch,
-        })
+        let family = architecture::of_model_type(&arch).map_err(|e| bad(path, &arch, e))?;
+        let settings = JsonSettings(json);
+        let vocab = settings
+            .count(Key {
+                gguf: "vocab_size",
+                json: &["vocab_size"],
+            })
+            .and_then(|v| v.ok_or_else(|| "vocab_size missing".to_string()))
+            .map_err(|e| bad(path, &arch, e))?;
+        ModelConfig::read(arch.clone(), family, &settings, vocab).map_err(|e| bad(path, &arch, e))
     }
 }
 
@@ -177,10 +292,15 @@ mod tests {
             c,
             ModelConfig {
                 arch: "qwen3".into(),
+                architecture: (architecture::of_gguf("qwen3").unwrap().read)(&JsonSettings(
+                    &serde_json::Value::Null
+                ))
+                .unwrap(),
                 layers: 2,
                 hidden: 8,
                 heads: 4,
                 kv_heads: 2,
+                head_dim: 2,
                 intermediate: 24,
                 vocab: 32,
                 rope_theta: 1_000_000.0,
@@ -213,6 +333,6 @@ mod tests {
         let e = ModelConfig::from_config_json(&broken, &path)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("hidden_size missing"), "{e}");
+        assert!(e.contains("no embedding_length (hidden_size)"), "{e}");
     }
 }

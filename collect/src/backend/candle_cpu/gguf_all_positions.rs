@@ -1,9 +1,12 @@
-//! A GGUF llama model on candle's quantized kernels that returns the logits of every position
+//! A GGUF language model of any family hspi computes (`crate::zoo::architecture`: llama, qwen2,
+//! qwen3, gemma3) on candle's quantized kernels that returns the logits of every position
 //! from one causal pass: teacher forcing on a provider's tokens reads the weights once per answer
 //! instead of once per generated token (decoding a 135M model is memory-bound: 8 positions cost
 //! about 8 reads of every weight, one pass about one). The layers are candle's quantized llama
 //! (`candle_transformers::models::quantized_llama`), kept here because that model returns the
-//! last position only. Other formats are made by requantising the file's matrices in memory to
+//! last position only, with what each family does differently as llama.cpp computes it: biases,
+//! q/k norms, scaled embeddings, norms around attention and the MLP, GELU-tanh, sliding-window
+//! layers with their own rotary base, and Llama 3's per-band rotary divisors (`rope_freqs`). Other formats are made by requantising the file's matrices in memory to
 //! the mix `llama-quantize` writes for that file type (`super::llama_file_type`: the output head
 //! and the token embeddings at its type, rows that fit no block at the fallback type), and the
 //! quantised ones kept in a file the caller names, so the next load reads them instead.
@@ -18,6 +21,7 @@ use hspi_datasets::NumericFormat;
 
 use super::llama_file_type::{self, ggml_type, tensor_type, Role};
 use crate::error::{CollectError, Result};
+use crate::zoo::architecture::{Activation, Architecture, RopeStyle};
 use crate::zoo::model_config::ModelConfig;
 
 struct Layer {
@@ -30,6 +34,16 @@ struct Layer {
     down: QMatMul,
     attn_norm: RmsNorm,
     ffn_norm: RmsNorm,
+    /// The query, key and value biases (qwen2).
+    qkv_bias: Option<[Tensor; 3]>,
+    /// Each head's query and key norms (qwen3, gemma3).
+    qk_norm: Option<[RmsNorm; 2]>,
+    /// The norms after attention and after the MLP (gemma3).
+    post_norms: Option<[RmsNorm; 2]>,
+    /// The positions it attends over (itself included) where windowed, and the rotary base it
+    /// turns with.
+    window: Option<usize>,
+    rope_base: f32,
 }
 
 pub struct GgufAllPositions {
@@ -40,9 +54,11 @@ pub struct GgufAllPositions {
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
-    /// Rotary pairs `i, i + d/2` (NeoX) rather than `2i, 2i + 1` (llama's GGUF convention).
-    neox: bool,
-    rope_base: f32,
+    architecture: Architecture,
+    /// √hidden, the embeddings' factor where the family scales them.
+    embedding_scale: Option<f64>,
+    /// Llama 3's divisor of each rotary frequency (`rope_freqs.weight`), where the file has it.
+    rope_freqs: Option<Vec<f32>>,
     /// A prefix several contexts share, with every layer's keys and values for it.
     prefix: Option<(Vec<u32>, Vec<KeyValues>)>,
     /// The last context scored, to find the prefix the next one shares with it.
@@ -160,9 +176,10 @@ impl GgufAllPositions {
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
         let config = ModelConfig::from_gguf(&content, path)?;
-        let (eps, rope_base) = (f64::from(config.rms_eps), config.rope_theta);
+        let eps = f64::from(config.rms_eps);
         let (heads, kv_heads, hidden, blocks) =
             (config.heads, config.kv_heads, config.hidden, config.layers);
+        let architecture = config.architecture.clone();
         let mut tensor = |name: &str| -> Result<QTensor> {
             content
                 .tensor(&mut file, name, &dev)
@@ -255,12 +272,38 @@ impl GgufAllPositions {
             Ok(QMatMul::from_qtensor(qt)?)
         };
         let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
+        let rope_freqs = match content.tensor_infos.contains_key("rope_freqs.weight") {
+            true => Some(tensor("rope_freqs.weight")?.dequantize(&dev)?.to_vec1()?),
+            false => None,
+        };
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
-            let attn_norm =
-                RmsNorm::from_qtensor(tensor(&format!("blk.{i}.attn_norm.weight"))?, eps)?;
-            let ffn_norm =
-                RmsNorm::from_qtensor(tensor(&format!("blk.{i}.ffn_norm.weight"))?, eps)?;
+            let mut norm = |name: &str| -> Result<RmsNorm> {
+                Ok(RmsNorm::from_qtensor(
+                    tensor(&format!("blk.{i}.{name}.weight"))?,
+                    eps,
+                )?)
+            };
+            let attn_norm = norm("attn_norm")?;
+            let ffn_norm = norm("ffn_norm")?;
+            let qk_norm = match architecture.qk_norm {
+                true => Some([norm("attn_q_norm")?, norm("attn_k_norm")?]),
+                false => None,
+            };
+            let post_norms = match architecture.sandwich_norms {
+                true => Some([norm("post_attention_norm")?, norm("post_ffw_norm")?]),
+                false => None,
+            };
+            let qkv_bias = match architecture.qkv_bias {
+                true => {
+                    let mut bias = |name: &str| -> Result<Tensor> {
+                        Ok(tensor(&format!("blk.{i}.{name}.bias"))?.dequantize(&dev)?)
+                    };
+                    Some([bias("attn_q")?, bias("attn_k")?, bias("attn_v")?])
+                }
+                false => None,
+            };
+            let windowed = architecture.sliding.filter(|s| s.windowed(i));
             let mut m = |name: &str| matrix(&format!("blk.{i}.{name}.weight"));
             layers.push(Layer {
                 q: m("attn_q")?,
@@ -272,6 +315,11 @@ impl GgufAllPositions {
                 down: m("ffn_down")?,
                 attn_norm,
                 ffn_norm,
+                qkv_bias,
+                qk_norm,
+                post_norms,
+                window: windowed.map(|s| s.window),
+                rope_base: windowed.map_or(config.rope_theta, |s| s.rope_theta),
             });
         }
         Ok(GgufAllPositions {
@@ -281,20 +329,27 @@ impl GgufAllPositions {
             output: matrix("output.weight")?,
             heads,
             kv_heads,
-            head_dim: hidden / heads,
-            neox: config.arch != "llama",
-            rope_base,
+            head_dim: config.head_dim,
+            embedding_scale: architecture
+                .scaled_embeddings
+                .then(|| f64::from((hidden as f32).sqrt())),
+            architecture,
+            rope_freqs,
             prefix: None,
             last: Vec::new(),
         })
     }
 
-    /// The rotary tables for positions `start..n`.
-    fn rotary(&self, start: usize, n: usize) -> Result<(Tensor, Tensor)> {
+    /// The rotary tables for positions `start..n` at rotary base `base`.
+    fn rotary(&self, start: usize, n: usize, base: f32) -> Result<(Tensor, Tensor)> {
         let d = self.head_dim;
         let theta: Vec<f32> = (0..d)
             .step_by(2)
-            .map(|i| 1.0 / self.rope_base.powf(i as f32 / d as f32))
+            .enumerate()
+            .map(|(j, i)| {
+                let divisor = self.rope_freqs.as_ref().and_then(|f| f.get(j)).copied();
+                1.0 / base.powf(i as f32 / d as f32) / divisor.unwrap_or(1.0)
+            })
             .collect();
         let theta = Tensor::new(theta.as_slice(), &Device::Cpu)?;
         let at = Tensor::arange(start as u32, n as u32, &Device::Cpu)?
@@ -318,28 +373,61 @@ impl GgufAllPositions {
         let dev = Device::Cpu;
         let ids = Tensor::new(&tokens[start..], &dev)?;
         let mut x = self.embed.index_select(&ids, 0)?.unsqueeze(0)?;
-        let (cos, sin) = self.rotary(start, n)?;
-        let mask: Vec<f32> = (start..n)
-            .flat_map(|i| (0..n).map(move |j| if j > i { f32::NEG_INFINITY } else { 0.0 }))
-            .collect();
-        let mask = Tensor::from_vec(mask, (m, n), &dev)?;
+        if let Some(scale) = self.embedding_scale {
+            x = (x * scale)?;
+        }
+        // Which position `i` attends to `j`: the earlier ones, within the window where there is
+        // one (llama.cpp masks `i - j >= window`).
+        let mask = |window: Option<usize>| -> Result<Tensor> {
+            let mask: Vec<f32> = (start..n)
+                .flat_map(|i| {
+                    (0..n).map(move |j| match j > i || window.is_some_and(|w| i - j >= w) {
+                        true => f32::NEG_INFINITY,
+                        false => 0.0,
+                    })
+                })
+                .collect();
+            Ok(Tensor::from_vec(mask, (m, n), &dev)?)
+        };
+        let mut masks: HashMap<Option<usize>, Tensor> = HashMap::new();
+        let mut rotations: HashMap<u32, (Tensor, Tensor)> = HashMap::new();
+        for l in &self.layers {
+            if let std::collections::hash_map::Entry::Vacant(e) = masks.entry(l.window) {
+                e.insert(mask(l.window)?);
+            }
+            if let std::collections::hash_map::Entry::Vacant(e) =
+                rotations.entry(l.rope_base.to_bits())
+            {
+                e.insert(self.rotary(start, n, l.rope_base)?);
+            }
+        }
         let (h, kvh, d) = (self.heads, self.kv_heads, self.head_dim);
         let heads = |t: Tensor, count: usize| -> Result<Tensor> {
             Ok(t.reshape((1, m, count, d))?.transpose(1, 2)?.contiguous()?)
         };
-        let rope = |t: &Tensor| -> Result<Tensor> {
-            Ok(if self.neox {
-                candle_nn::rotary_emb::rope(t, &cos, &sin)?
-            } else {
-                candle_nn::rotary_emb::rope_i(t, &cos, &sin)?
-            })
-        };
         let mut kept = Vec::with_capacity(self.layers.len());
         for (i, l) in self.layers.iter().enumerate() {
+            let (cos, sin) = &rotations[&l.rope_base.to_bits()];
+            let rope = |t: &Tensor| -> Result<Tensor> {
+                Ok(match self.architecture.gguf_rope {
+                    RopeStyle::Neox => candle_nn::rotary_emb::rope(t, cos, sin)?,
+                    RopeStyle::Interleaved => candle_nn::rotary_emb::rope_i(t, cos, sin)?,
+                })
+            };
             let a = l.attn_norm.forward(&x)?;
-            let q = rope(&heads(l.q.forward(&a)?, h)?)?;
-            let mut k = rope(&heads(l.k.forward(&a)?, kvh)?)?;
-            let mut v = heads(l.v.forward(&a)?, kvh)?;
+            let (mut q, mut k, mut v) = (l.q.forward(&a)?, l.k.forward(&a)?, l.v.forward(&a)?);
+            if let Some([bq, bk, bv]) = &l.qkv_bias {
+                q = q.broadcast_add(bq)?;
+                k = k.broadcast_add(bk)?;
+                v = v.broadcast_add(bv)?;
+            }
+            let (mut q, mut k, mut v) = (heads(q, h)?, heads(k, kvh)?, heads(v, kvh)?);
+            if let Some([q_norm, k_norm]) = &l.qk_norm {
+                q = q_norm.forward(&q)?;
+                k = k_norm.forward(&k)?;
+            }
+            let q = rope(&q)?;
+            k = rope(&k)?;
             if let Some((ck, cv)) = cache.get(i) {
                 k = Tensor::cat(&[ck, &k], 2)?;
                 v = Tensor::cat(&[cv, &v], 2)?;
@@ -347,17 +435,27 @@ impl GgufAllPositions {
             kept.push((k.clone(), v.clone()));
             let k = candle_transformers::utils::repeat_kv(k, h / kvh)?;
             let v = candle_transformers::utils::repeat_kv(v, h / kvh)?;
-            let att = (q.matmul(&k.t()?)? / (d as f64).sqrt())?.broadcast_add(&mask)?;
+            let att = (q.matmul(&k.t()?)? / (d as f64).sqrt())?.broadcast_add(&masks[&l.window])?;
             let att = candle_nn::ops::softmax_last_dim(&att)?;
             let y = att
                 .matmul(&v.contiguous()?)?
                 .transpose(1, 2)?
                 .reshape((1, m, h * d))?;
-            x = (x + l.o.forward(&y)?)?;
+            let mut y = l.o.forward(&y)?;
+            if let Some([after_attention, _]) = &l.post_norms {
+                y = after_attention.forward(&y)?;
+            }
+            x = (x + y)?;
             let f = l.ffn_norm.forward(&x)?;
-            let mlp = l
-                .down
-                .forward(&(candle_nn::ops::silu(&l.gate.forward(&f)?)? * l.up.forward(&f)?)?)?;
+            let gate = l.gate.forward(&f)?;
+            let gate = match self.architecture.activation {
+                Activation::Silu => candle_nn::ops::silu(&gate)?,
+                Activation::GeluTanh => gate.gelu()?,
+            };
+            let mut mlp = l.down.forward(&(gate * l.up.forward(&f)?)?)?;
+            if let Some([_, after_mlp]) = &l.post_norms {
+                mlp = after_mlp.forward(&mlp)?;
+            }
             x = (x + mlp)?;
         }
         Ok((self.norm.forward(&x)?, kept))

@@ -1,6 +1,8 @@
-//! GGUF llama models (SmolLM2) on candle's quantized llama: full-vocabulary next-token logits.
-//! Other formats are made by requantising the file's tensors in memory, as `llama-quantize` would
-//! on disk.
+//! GGUF language models at llama.cpp's formats: full-vocabulary next-token logits. Plain llama
+//! models run on candle's quantized llama, every matrix requantised to the one format (the
+//! collections and packs shipped so far were computed so, and keep their bits); every other
+//! family (`crate::zoo::architecture`) and Llama 3's scaled rotations run on the all-positions
+//! pass (`super::GgufAllPositions`), which requantises to the mix llama-quantize writes.
 
 use std::io::Cursor;
 use std::path::Path;
@@ -26,7 +28,12 @@ pub fn formats() -> Vec<NumericFormat> {
 }
 
 pub struct QuantizedLm {
-    weights: ModelWeights,
+    lm: Lm,
+}
+
+enum Lm {
+    Llama(Box<ModelWeights>),
+    Other(Box<super::GgufAllPositions>),
 }
 
 impl QuantizedLm {
@@ -42,10 +49,21 @@ impl QuantizedLm {
         let dev = Device::Cpu;
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
+        let config = crate::zoo::model_config::ModelConfig::from_gguf(&content, path)?;
+        if config.architecture.family != "llama"
+            || content.tensor_infos.contains_key("rope_freqs.weight")
+        {
+            let lm = super::GgufAllPositions::load(path, format, None)?;
+            return Ok(QuantizedLm {
+                lm: Lm::Other(Box::new(lm)),
+            });
+        }
         if super::llama_file_type::file_format(&content) == Some(format) {
             let weights = ModelWeights::from_gguf(content, &mut file, &dev)
                 .map_err(|e| bad(e.to_string()))?;
-            return Ok(QuantizedLm { weights });
+            return Ok(QuantizedLm {
+                lm: Lm::Llama(Box::new(weights)),
+            });
         }
         let mut names: Vec<&String> = content.tensor_infos.keys().collect();
         names.sort();
@@ -75,14 +93,25 @@ impl QuantizedLm {
         buf.set_position(0);
         let content = gguf_file::Content::read(&mut buf)?;
         let weights = ModelWeights::from_gguf(content, &mut buf, &dev)?;
-        Ok(QuantizedLm { weights })
+        Ok(QuantizedLm {
+            lm: Lm::Llama(Box::new(weights)),
+        })
     }
 
     /// Logits over the whole vocabulary for the token after `tokens`, from a fresh context.
     pub fn next_token_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        self.weights.clear_kv_cache();
+        let weights = match &mut self.lm {
+            Lm::Llama(weights) => weights,
+            Lm::Other(lm) => {
+                let mut rows = lm.logits_from(tokens, tokens.len())?;
+                return rows.pop().ok_or_else(|| {
+                    CollectError::BadRequest("an empty context has no next token".into())
+                });
+            }
+        };
+        weights.clear_kv_cache();
         let x = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
-        let logits = self.weights.forward(&x, 0)?;
+        let logits = weights.forward(&x, 0)?;
         Ok(logits
             .squeeze(0)?
             .to_dtype(candle_core::DType::F32)?

@@ -20,18 +20,38 @@ pub fn answers_with_references(
     formats: &[NumericFormat],
     out: &Path,
 ) -> (PathBuf, PathBuf) {
+    answers_with_references_of(
+        "smollm2",
+        &llama::smollm2_gguf(),
+        base,
+        seed,
+        count,
+        formats,
+        out,
+    )
+}
+
+/// [`answers_with_references`] of model `model` whose weights are `weights`.
+pub fn answers_with_references_of(
+    model: &str,
+    weights: &Path,
+    base: &str,
+    seed: u64,
+    count: usize,
+    formats: &[NumericFormat],
+    out: &Path,
+) -> (PathBuf, PathBuf) {
     let probes = hspi_probe::fresh_prompts(seed, count, 8, 5);
     let file = out.join("fresh.json");
     std::fs::create_dir_all(out).unwrap();
     hspi_probe::write_probe_set(&file, &probes).unwrap();
-    let answers = super::chat_answers(base, &file, &out.join("answers"));
+    let answers = super::chat_answers_of(model, base, &file, &out.join("answers"));
     let refs = out.join("references");
-    let info =
-        hspi_collect::Model::load(hspi_collect::ModelId::SmolLm2, Some(&llama::smollm2_gguf()))
-            .unwrap()
-            .info();
+    let info = hspi_collect::Model::language_model(model, weights)
+        .unwrap()
+        .info();
     let engines = ForcedEngines {
-        weights: llama::smollm2_gguf(),
+        weights: weights.to_path_buf(),
         formats: formats.to_vec(),
         servers: Vec::new(),
     };

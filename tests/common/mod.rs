@@ -32,12 +32,17 @@ pub fn shipped_references() -> Vec<std::path::PathBuf> {
 /// `hspi collect` of `base`'s chat answers (an endpoint under audit: unlabelled, as SmolLM2) to
 /// the probe set `probes` into `out`.
 pub fn chat_answers(base: &str, probes: &Path, out: &Path) -> std::path::PathBuf {
+    chat_answers_of("smollm2", base, probes, out)
+}
+
+/// [`chat_answers`] asking for `model`.
+pub fn chat_answers_of(model: &str, base: &str, probes: &Path, out: &Path) -> std::path::PathBuf {
     ok(&[
         "collect",
         "--endpoint",
         &format!("{base}/v1/chat/completions"),
         "--model",
-        "smollm2",
+        model,
         "--probes",
         probes.to_str().unwrap(),
         "--out",

@@ -123,6 +123,17 @@ impl LlamaServer {
     /// Serve `gguf` as model `alias` with the settings of hspi's llama.cpp grid (2 threads,
     /// 4 slots: sequential requests answer as with one), once /health answers.
     pub fn start(build: &LlamaBuild, gguf: &Path, alias: &str) -> Result<LlamaServer> {
+        Self::start_with(build, gguf, alias, &[])
+    }
+
+    /// The same with `extra` arguments after the grid's (`-c 8192` for a longer context per
+    /// slot; a later value wins).
+    pub fn start_with(
+        build: &LlamaBuild,
+        gguf: &Path,
+        alias: &str,
+        extra: &[&str],
+    ) -> Result<LlamaServer> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -130,7 +141,7 @@ impl LlamaServer {
                 program: build.bin.join("llama-server"),
                 reason: format!("no free loopback port: {e}"),
             })?;
-        Self::start_on(build, gguf, alias, port)
+        Self::launch(build, gguf, alias, port, extra)
     }
 
     /// The same on a chosen loopback port (a server restarted behind the same URL).
@@ -140,6 +151,16 @@ impl LlamaServer {
         alias: &str,
         port: u16,
     ) -> Result<LlamaServer> {
+        Self::launch(build, gguf, alias, port, &[])
+    }
+
+    fn launch(
+        build: &LlamaBuild,
+        gguf: &Path,
+        alias: &str,
+        port: u16,
+        extra: &[&str],
+    ) -> Result<LlamaServer> {
         let program = build.bin.join("llama-server");
         let child = Command::new(&program)
             .arg("-m")
@@ -147,6 +168,7 @@ impl LlamaServer {
             .args(["--alias", alias, "--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
             .args(["-t", "2", "-c", "2048", "-np", "4"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

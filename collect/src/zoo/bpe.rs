@@ -299,7 +299,8 @@ impl Bpe {
 }
 
 /// Control tokens that end a chat turn besides the file's end-of-sequence token.
-const END_OF_TURN: [&str; 4] = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"];
+pub(crate) const END_OF_TURN: [&str; 4] =
+    ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"];
 
 /// GPT-2's reversible map from bytes to printable characters (a space is `Ġ`).
 fn byte_chars() -> [char; 256] {

@@ -16,6 +16,10 @@ pub struct Message {
     pub content: String,
 }
 
+/// What llama-server renders a chat with when the GGUF file holds no template (its ChatML
+/// default, as `/props` shows it): Gemma-3-270M's packaged file is one such.
+const LLAMA_CPP_DEFAULT: &str = "{%- for message in messages -%}\n  {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' -}}\n{%- endfor -%}\n{%- if add_generation_prompt -%}\n  {{- '<|im_start|>assistant\\n' -}}\n{%- endif -%}\n";
+
 pub struct ChatTemplate {
     source: String,
     bos: String,
@@ -77,13 +81,13 @@ impl ChatTemplate {
     /// The template in `content`, read from the GGUF file at `path` (named in errors).
     pub fn from_content(path: &Path, content: &gguf_file::Content) -> Result<ChatTemplate> {
         let bad = |reason: String| super::bad_gguf(path, reason);
-        let source = content
-            .metadata
-            .get("tokenizer.chat_template")
-            .ok_or_else(|| bad("no tokenizer.chat_template in its metadata".into()))?
-            .to_string()
-            .map_err(|e| bad(format!("tokenizer.chat_template: {e}")))?
-            .clone();
+        let source = match content.metadata.get("tokenizer.chat_template") {
+            Some(v) => v
+                .to_string()
+                .map_err(|e| bad(format!("tokenizer.chat_template: {e}")))?
+                .clone(),
+            None => LLAMA_CPP_DEFAULT.to_string(),
+        };
         let token = |key: &str| -> String {
             let tokens = content
                 .metadata

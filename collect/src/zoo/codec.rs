@@ -4,16 +4,17 @@
 use crate::error::{CollectError, Result};
 use crate::zoo::bpe::Bpe;
 use crate::zoo::chat_template::{ChatTemplate, Message};
+use crate::zoo::vocabulary::Vocabulary;
 use crate::zoo::{Model, TinyLm};
 
 pub enum Codec {
     /// The tiny LM's character vocabulary; a chat request's prompt is its last user message
     /// (the model was trained on plain text, it has no chat format).
     Tiny(TinyLm),
-    /// A GGUF model's (or a checkpoint directory's) byte-level BPE vocabulary and chat
-    /// template, as llama-server uses them.
+    /// A GGUF model's (or a checkpoint directory's) vocabulary and chat template, as
+    /// llama-server uses them.
     Gguf {
-        bpe: Box<Bpe>,
+        vocab: Box<Vocabulary>,
         template: ChatTemplate,
     },
 }
@@ -49,7 +50,7 @@ impl Codec {
     pub fn from_gguf(path: &std::path::Path) -> Result<Codec> {
         let content = crate::zoo::read_gguf(path)?;
         Ok(Codec::Gguf {
-            bpe: Box::new(Bpe::from_content(path, &content)?),
+            vocab: Box::new(Vocabulary::from_content(path, &content)?),
             template: ChatTemplate::from_content(path, &content)?,
         })
     }
@@ -57,7 +58,7 @@ impl Codec {
     /// The vocabulary and chat template of a Hugging Face checkpoint directory.
     pub fn from_checkpoint(dir: &std::path::Path) -> Result<Codec> {
         Ok(Codec::Gguf {
-            bpe: Box::new(Bpe::from_tokenizer_json(dir)?),
+            vocab: Box::new(Vocabulary::from_bpe(Bpe::from_tokenizer_json(dir)?)),
             template: ChatTemplate::from_dir(dir)?,
         })
     }
@@ -75,7 +76,7 @@ impl Codec {
     pub fn fingerprint(&self) -> Option<&str> {
         match self {
             Codec::Tiny(_) => None,
-            Codec::Gguf { bpe, .. } => Some(bpe.fingerprint()),
+            Codec::Gguf { vocab, .. } => Some(vocab.fingerprint()),
         }
     }
 
@@ -92,10 +93,7 @@ impl Codec {
                     .ok_or_else(|| CollectError::BadRequest("no user message".into()))?;
                 lm.encode(prompt)
             }
-            Codec::Gguf { bpe, template } => {
-                let text = template.render(messages)?;
-                bpe.encode_with_control(&text)
-            }
+            Codec::Gguf { vocab, template } => vocab.prompt_ids(&template.render(messages)?),
         }
     }
 
@@ -107,7 +105,7 @@ impl Codec {
         }
         match self {
             Codec::Tiny(lm) => lm.encode(prompt),
-            Codec::Gguf { bpe, .. } => bpe.encode_with_control(prompt),
+            Codec::Gguf { vocab, .. } => vocab.prompt_ids(prompt),
         }
     }
 
@@ -115,7 +113,7 @@ impl Codec {
     pub fn token_bytes(&self, id: u32) -> Vec<u8> {
         match self {
             Codec::Tiny(lm) => lm.decode(&[id]).into_bytes(),
-            Codec::Gguf { bpe, .. } => bpe.token_bytes(id),
+            Codec::Gguf { vocab, .. } => vocab.token_bytes(id),
         }
     }
 
@@ -123,7 +121,7 @@ impl Codec {
     pub fn ends_generation(&self, id: u32) -> bool {
         match self {
             Codec::Tiny(_) => false,
-            Codec::Gguf { bpe, .. } => bpe.ends_generation(id),
+            Codec::Gguf { vocab, .. } => vocab.ends_generation(id),
         }
     }
 }

@@ -9,12 +9,16 @@ pub mod cnn_digits;
 pub mod codec;
 pub mod compressed_tensors;
 pub mod digits;
+pub mod gemma3_270m;
 mod image_model;
 pub mod llama_weights;
 pub mod model_config;
+mod registry_weights;
 pub mod retrain;
+pub mod sentencepiece;
 pub mod smollm2;
 pub mod tiny_lm;
+pub mod vocabulary;
 
 pub use cache::cache_dir;
 pub use candle_layers::{forward_layers, CandleLayer};
@@ -169,7 +173,10 @@ type Fetchable = (
     fn() -> Result<PathBuf>,
     fn(Option<&Path>) -> Result<PathBuf>,
 );
-const FETCHABLE: [Fetchable; 1] = [("smollm2", smollm2::fetch, smollm2::weights_path)];
+const FETCHABLE: [Fetchable; 2] = [
+    ("smollm2", smollm2::fetch, smollm2::weights_path),
+    ("gemma3-270m", gemma3_270m::fetch, gemma3_270m::weights_path),
+];
 
 /// Whether `hspi fetch MODEL` knows `model`.
 pub fn fetchable(model: &str) -> bool {

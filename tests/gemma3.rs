@@ -1,0 +1,137 @@
+//! Gemma-3-270M (`hspi fetch gemma3-270m`, the gemma3 architecture and a SentencePiece
+//! vocabulary) served by llama-server: hspi reads its prompts into the token ids llama-server
+//! reads them into.
+
+mod common;
+
+use common::{forced_gap, llama};
+use hspi_collect::zoo::chat_template::Message;
+use hspi_collect::zoo::codec::Codec;
+use hspi_datasets::NumericFormat;
+
+fn gemma_gguf() -> std::path::PathBuf {
+    hspi_collect::zoo::gemma3_270m::weights_path(None)
+        .expect("Gemma-3-270M is not cached: run .ci/setup (hspi fetch gemma3-270m)")
+}
+
+fn post(url: &str, body: serde_json::Value) -> serde_json::Value {
+    let text = reqwest::blocking::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .and_then(|r| r.error_for_status())
+        .and_then(|r| r.text())
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: {e}: {text}"))
+}
+
+/// llama-server's ids of `content` as a prompt (its beginning-of-sequence token added, control
+/// tokens parsed).
+fn served_ids(base: &str, content: &str) -> Vec<u32> {
+    let r = post(
+        &format!("{base}/tokenize"),
+        serde_json::json!({"content": content, "add_special": true, "parse_special": true}),
+    );
+    r["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+fn prompts_read_into_llama_servers_token_ids() {
+    let path = gemma_gguf();
+    let server = llama::LlamaServer::start(&llama::build("avx2"), &path, "gemma3-270m")
+        .unwrap_or_else(|e| panic!("llama-server (gemma3-270m) did not start: {e}"));
+    let codec = Codec::from_gguf(&path).unwrap();
+    let mut texts: Vec<String> = hspi_probe::fresh_prompts(5, 64, 8, 5)
+        .probes
+        .iter()
+        .filter_map(|p| match &p.input {
+            hspi_datasets::ProbeInput::Prompt { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    let pool: hspi_datasets::ProbeSet =
+        serde_json::from_slice(&std::fs::read(common::shipped_pack().join("pool.json")).unwrap())
+            .unwrap();
+    texts.extend(pool.probes.iter().filter_map(|p| match &p.input {
+        hspi_datasets::ProbeInput::Prompt { text, .. } => Some(text.clone()),
+        _ => None,
+    }));
+    let count = texts.len();
+    texts.extend(
+        [
+            "Hello there,  friend\n\nok\t<start_of_turn>x",
+            "  leading spaces, trailing  ",
+            "numbers 3.14159 and 2026-11-26, emoji 🦙🚀, accents café naïve, 日本語のテキスト",
+            "<0x41> is text, <end_of_turn> is not\n\n\n\n",
+            "tabs\t\t\tand\r\nwindows lines",
+        ]
+        .map(String::from),
+    );
+    let mut differ = Vec::new();
+    for text in &texts {
+        let ours = codec.text_ids(text).unwrap();
+        if ours != served_ids(&server.url, text) {
+            differ.push(text.to_string());
+        }
+        // A chat request: the template llama-server renders (its ChatML default: the file
+        // holds none), read as a prompt.
+        let messages = [Message {
+            role: "user".into(),
+            content: text.to_string(),
+        }];
+        let rendered = post(
+            &format!("{}/apply-template", server.url),
+            serde_json::json!({"messages": messages}),
+        );
+        let ours = codec.chat_ids(&messages).unwrap();
+        if ours != served_ids(&server.url, rendered["prompt"].as_str().unwrap()) {
+            differ.push(format!("chat: {text}"));
+        }
+    }
+    assert!(count >= 64 + 96, "{count} prompts");
+    assert!(
+        differ.is_empty(),
+        "hspi's ids differ from llama-server's on {differ:#?}"
+    );
+}
+
+/// Gemma-3-270M's answers as llama-server computes them, teacher-forced through hspi: its
+/// packaged Q4_K_M file as it is, and requantised by llama-quantize to F16 and Q8_0. A prompt
+/// longer than its 512-token window exercises the windowed layers.
+#[test]
+fn gemma_answers_as_llama_cpp_computes_it() {
+    let path = gemma_gguf();
+    let build = llama::build("avx2");
+    let dir = tempfile::tempdir().unwrap();
+    let codec = Codec::from_gguf(&path).unwrap();
+    let story = "The river came upon the great city of gold and silver, where the merchants of \
+                 the east sold spices, silk and amber to travellers from every land. ";
+    let short = codec.text_ids("Write one sentence about the sea.").unwrap();
+    let long = codec.text_ids(&story.repeat(24)).unwrap();
+    assert!(long.len() > 600, "{} tokens", long.len());
+    let mut report = Vec::new();
+    for file_type in ["Q4_K_M", "F16", "Q8_0"] {
+        let served = match file_type {
+            "Q4_K_M" => path.clone(),
+            other => build.quantize(&path, other, dir.path()).unwrap(),
+        };
+        let format: NumericFormat = file_type.to_ascii_lowercase().parse().unwrap();
+        // Each of the 4 slots holds 1,024 positions: the long prompt fits.
+        let server =
+            llama::LlamaServer::start_with(&build, &served, "gemma3-270m", &["-c", "4096"])
+                .unwrap_or_else(|e| panic!("llama-server ({file_type}) did not start: {e}"));
+        for (name, prompt) in [("short", &short), ("long", &long)] {
+            let gap = forced_gap::gap(&server, &served, format, prompt, 16);
+            report.push(format!("{file_type} {name}: {gap}"));
+            assert!(gap.agree >= 15, "{file_type} {name}: {gap}");
+            assert!(gap.mean < 0.05, "{file_type} {name}: {gap}");
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+}

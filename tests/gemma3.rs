@@ -135,3 +135,122 @@ fn gemma_answers_as_llama_cpp_computes_it() {
     }
     eprintln!("{}", report.join("\n"));
 }
+
+/// The shipped Gemma pack.
+fn gemma_pack() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/gemma3-270m-llamacpp")
+}
+
+/// 200 audits of `served` against `claim` with `pack`, each stopping after 8 answers (64 output
+/// tokens): the tally.
+fn tally(pack: &std::path::Path, served: &std::path::Path, claim: &str) -> serde_json::Value {
+    let extra = ["--audits", "200", "--max-queries", "8", "--json"];
+    let r = common::verify_with_pack(pack, served, claim, &extra);
+    assert_eq!(r.code, 0, "hspi verify failed:\n{}", r.stderr);
+    let tally: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    eprintln!(
+        "{}: {} {}",
+        served.display(),
+        tally["verdicts"],
+        tally["dimensions"]
+    );
+    tally
+}
+
+/// Audits whose `dimension` row ended `status`.
+fn row(tally: &serde_json::Value, dimension: &str, status: &str) -> u64 {
+    tally["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d[0] == dimension)
+        .map_or(0, |d| d[1][status].as_u64().unwrap_or(0))
+}
+
+/// Gemma-3-270M audited as SmolLM2 is: with its shipped pack (built by one `hspi pack build`
+/// from the packaged Q4_K_M file), llama-servers of Gemma at F16 honest and at Q8_0 and its own
+/// Q4_K_M sold as f16, 200 replayed pool audits each within 8 requests; the two models swapped
+/// behind each other's names are a model mismatch; one live pack audit and one fresh-prompt
+/// audit (`--weights`) of the Q8_0 server.
+#[test]
+fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
+    let path = gemma_gguf();
+    let build = llama::build("avx2");
+    let tmp = tempfile::tempdir().unwrap();
+    let start = |file: &std::path::Path, alias: &str| {
+        llama::LlamaServer::start(&build, file, alias)
+            .unwrap_or_else(|e| panic!("llama-server ({}) did not start: {e}", file.display()))
+    };
+    let gemma_f16 = build.quantize(&path, "F16", tmp.path()).unwrap();
+    let f16 = start(&gemma_f16, "gemma3-270m");
+    let q8 = start(
+        &build.quantize(&path, "Q8_0", tmp.path()).unwrap(),
+        "gemma3-270m",
+    );
+    let own = start(&path, "gemma3-270m");
+    let pool = gemma_pack().join("pool.json");
+    let answers = |name: &str, base: &str, model: &str, pool: &std::path::Path| {
+        common::chat_answers_of(model, base, pool, &tmp.path().join(name))
+    };
+    let claim = "*/*/f16/*";
+    let honest = tally(
+        &gemma_pack(),
+        &answers("f16", &f16.url, "gemma3-270m", &pool),
+        claim,
+    );
+    assert_eq!(
+        row(&honest, "format", "mismatch"),
+        0,
+        "honest F16: {honest}"
+    );
+    assert!(
+        row(&honest, "format", "consistent") >= 190,
+        "honest F16: {honest}"
+    );
+    assert_eq!(row(&honest, "model", "mismatch"), 0, "honest F16: {honest}");
+    for (name, server) in [("q8_0", &q8), ("q4_k_m", &own)] {
+        let t = tally(
+            &gemma_pack(),
+            &answers(name, &server.url, "gemma3-270m", &pool),
+            claim,
+        );
+        assert!(
+            row(&t, "format", "mismatch") >= 198,
+            "{name} sold as f16: {t}"
+        );
+        assert_eq!(row(&t, "model", "mismatch"), 0, "{name}: Gemma itself: {t}");
+    }
+    // SmolLM2 behind Gemma's name, and Gemma behind SmolLM2's.
+    let smollm2 = start(&llama::gguf("F16"), "gemma3-270m");
+    let swapped = answers("smollm2-as-gemma", &smollm2.url, "gemma3-270m", &pool);
+    let t = tally(&gemma_pack(), &swapped, claim);
+    assert!(row(&t, "model", "mismatch") >= 198, "SmolLM2 as Gemma: {t}");
+    let smollm2_pool = common::shipped_pack().join("pool.json");
+    let gemma = start(&gemma_f16, "smollm2");
+    let swapped = answers("gemma-as-smollm2", &gemma.url, "smollm2", &smollm2_pool);
+    let t = tally(&common::shipped_pack(), &swapped, claim);
+    assert!(row(&t, "model", "mismatch") >= 198, "Gemma as SmolLM2: {t}");
+
+    // Live: the pack audit and the fresh-prompt audit of Q8_0 sold as f16.
+    let (code, report, err) =
+        common::pack_audit(&gemma_pack(), &q8.url, claim, &tmp.path().join("live"), &[]);
+    assert_eq!(code, 1, "Q8_0 sold as f16, pack audit: {err}");
+    assert_eq!(report["summary"]["verdict"], "mismatch", "{report}");
+    let w = path.to_str().unwrap();
+    let (code, report, err) = common::pack_audit(
+        &gemma_pack(),
+        &q8.url,
+        claim,
+        &tmp.path().join("fresh"),
+        &[
+            "--weights",
+            w,
+            "--fresh-formats",
+            "f16,q8_0,q4_k_m",
+            "--draw-seed",
+            "3",
+        ],
+    );
+    assert_eq!(code, 1, "Q8_0 sold as f16, fresh audit: {err}");
+    assert_eq!(report["summary"]["verdict"], "mismatch", "{report}");
+}

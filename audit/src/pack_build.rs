@@ -297,8 +297,16 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
         if !llama.is_empty() {
             let build =
                 LlamaBuild::at(&b.llama_bin.clone().unwrap_or_else(LlamaBuild::default_dir))?;
+            // The file's own type is served as it is: requantising a K-quant mix is lossy.
+            let own = hspi_collect::zoo::read_gguf(gguf)
+                .ok()
+                .and_then(|c| hspi_collect::backend::candle_cpu::llama_file_format(&c));
             for format in llama {
-                let file = build.quantize(gguf, format, &quants)?;
+                let as_is = own.is_some_and(|own| format.parse() == Ok(own));
+                let file = match as_is {
+                    true => gguf.to_path_buf(),
+                    false => build.quantize(gguf, format, &quants)?,
+                };
                 let server = LlamaServer::start(&build, &file, &b.model)?;
                 let o = EndpointOptions {
                     label: Some(
@@ -309,12 +317,15 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
                     ),
                     ..endpoint_defaults(&server.chat_url(), &b.model)
                 };
+                let how = match as_is {
+                    true => "as it is".to_string(),
+                    false => format!("requantised to {}", format.to_ascii_uppercase()),
+                };
                 let source = format!(
-                    "local llama-server (llama.cpp {}, {}) serving {} requantised to {}",
+                    "local llama-server (llama.cpp {}, {}) serving {} {how}",
                     build.build,
                     build.variant,
                     gguf.file_name().unwrap_or_default().to_string_lossy(),
-                    format.to_ascii_uppercase()
                 );
                 collect_platform(&b, &o, &mut sources, source, lines)?;
             }

@@ -22,7 +22,12 @@ pub fn shipped_pack() -> std::path::PathBuf {
 
 /// The shipped pack's reference datasets, sorted.
 pub fn shipped_references() -> Vec<std::path::PathBuf> {
-    let mut refs: Vec<std::path::PathBuf> = std::fs::read_dir(shipped_pack().join("references"))
+    pack_references(&shipped_pack())
+}
+
+/// The reference datasets of the pack at `pack`.
+pub fn pack_references(pack: &Path) -> Vec<std::path::PathBuf> {
+    let mut refs: Vec<std::path::PathBuf> = std::fs::read_dir(pack.join("references"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -238,8 +243,13 @@ pub fn ok(args: &[&str]) -> Run {
 
 /// `hspi verify SERVED --claim CLAIM EXTRA…` with the shipped pack's classifier and references.
 pub fn verify_with_shipped_pack(served: &Path, claim: &str, extra: &[&str]) -> Run {
-    let classifier = shipped_pack().join("classifier.json");
-    let refs: Vec<String> = shipped_references()
+    verify_with_pack(&shipped_pack(), served, claim, extra)
+}
+
+/// [`verify_with_shipped_pack`] with the pack at `pack`.
+pub fn verify_with_pack(pack: &Path, served: &Path, claim: &str, extra: &[&str]) -> Run {
+    let classifier = pack.join("classifier.json");
+    let refs: Vec<String> = pack_references(pack)
         .iter()
         .map(|p| p.display().to_string())
         .collect();

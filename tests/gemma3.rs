@@ -235,6 +235,7 @@ fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
     let (code, report, err) =
         common::pack_audit(&gemma_pack(), &q8.url, claim, &tmp.path().join("live"), &[]);
     assert_eq!(code, 1, "Q8_0 sold as f16, pack audit: {err}");
+    assert_eq!(report["subject"]["architecture"], "gemma3", "{report}");
     assert_eq!(report["summary"]["verdict"], "mismatch", "{report}");
     let w = path.to_str().unwrap();
     let (code, report, err) = common::pack_audit(

@@ -152,6 +152,7 @@ pub fn verify_endpoint_forced(
             cost: spent.cost,
         },
         subject: Subject {
+            architecture: None,
             endpoint: Some(url),
             model: model.to_string(),
             claim: Some(outcome.report.claim.clone()),

@@ -76,6 +76,7 @@ pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditEr
     })?;
     let ctx = Context::now(
         Subject {
+            architecture: None,
             endpoint: None,
             model: train.model.id.clone(),
             claim: None,

@@ -42,6 +42,7 @@ pub fn identify_datasets(
     let queries: u64 = ids.iter().map(|i| i.queries as u64).sum();
     let ctx = Context::now(
         Subject {
+            architecture: None,
             endpoint: None,
             model: data.model.id.clone(),
             claim: None,

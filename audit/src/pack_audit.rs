@@ -280,6 +280,14 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
         probes: probes.probes.iter().map(|p| p.id.clone()).collect(),
         fresh_space: a.fresh.as_ref().map(|_| hspi_probe::fresh_space()),
     };
+    v.subject.architecture = pack.manifest.model.architecture.clone().or_else(|| {
+        let weights = a.fresh.as_ref()?.weights;
+        Some(
+            hspi_collect::zoo::model_config::ModelConfig::of_weights(weights)
+                .ok()?
+                .arch,
+        )
+    });
     let report = audit_report(&setup, v, &out).with_contract(contract, Some(draw));
     write_audit(&report, &out, lines)?;
     Ok(report)

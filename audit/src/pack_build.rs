@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use hspi_collect::llama::{LlamaBuild, LlamaServer};
 use hspi_collect::session::{EndpointOptions, EndpointSession};
 use hspi_collect::zoo::codec::Codec;
+use hspi_collect::zoo::model_config::ModelConfig;
 use hspi_collect::zoo::Model;
 use hspi_collect::NoProgress;
 use hspi_datasets::{
@@ -362,6 +363,11 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
             tokenizer_sha256: codec
                 .as_ref()
                 .and_then(|c| c.fingerprint().map(String::from)),
+            architecture: gguf
+                .as_deref()
+                .filter(|_| !b.formats.is_empty())
+                .and_then(|w| ModelConfig::of_weights(w).ok())
+                .map(|c| c.arch),
         },
         engine: engine_family(&sources.keys().cloned().collect::<Vec<_>>()),
         hspi_version: env!("CARGO_PKG_VERSION").into(),

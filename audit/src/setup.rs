@@ -183,6 +183,7 @@ pub fn verify_datasets(
     let mut source = RecordSource::new(&data.records)?;
     let report = run_audit(s.verifier()?, &mut source, &mut |_, _| Ok(()))?.report;
     let subject = Subject {
+        architecture: None,
         endpoint: data.records.first().map(|r| r.target.clone()),
         model: data.model.id.clone(),
         claim: Some(report.claim.clone()),

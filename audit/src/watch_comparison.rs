@@ -172,6 +172,7 @@ pub fn watch_report(
         cost: records.iter().map(|r| r.outcome.cost).sum(),
     };
     let subject = Subject {
+        architecture: None,
         endpoint: None,
         model,
         claim: None,

@@ -217,6 +217,7 @@ mod tests {
                 aliases: vec![],
                 weights_sha256: None,
                 tokenizer_sha256: None,
+                architecture: None,
             },
             engine: "e".into(),
             hspi_version: "0".into(),

@@ -42,12 +42,17 @@ impl PackManifest {
     /// What `hspi pack verify/list/build` print: name, id, model, pool and platforms.
     pub fn summary(&self, dir: &std::path::Path) -> String {
         let mut s = format!(
-            "pack {} ({}) at {}\n  id {}\n  model {}{}{}\n  pool {} prompts ({} tokens, top {} logprobs)\n  built by hspi {}; {} platforms:\n",
+            "pack {} ({}) at {}\n  id {}\n  model {}{}{}{}\n  pool {} prompts ({} tokens, top {} logprobs)\n  built by hspi {}; {} platforms:\n",
             self.name,
             self.engine,
             dir.display(),
             self.id,
             self.model.id,
+            self.model
+                .architecture
+                .as_ref()
+                .map(|a| format!(" ({a})"))
+                .unwrap_or_default(),
             self.model
                 .weights_sha256
                 .as_ref()
@@ -90,6 +95,10 @@ pub struct PackModel {
     pub weights_sha256: Option<String>,
     /// sha256 over the tokenizer's vocabulary and merges (what billing counts depend on).
     pub tokenizer_sha256: Option<String>,
+    /// The weights' architecture family (`general.architecture`: `llama`, `gemma3`, …), where
+    /// the pack computed references from them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
 }
 
 impl PackModel {
@@ -152,6 +161,7 @@ mod tests {
             aliases: vec!["SmolLM2-135M-Instruct".into()],
             weights_sha256: None,
             tokenizer_sha256: None,
+            architecture: None,
         };
         for name in [
             "smollm2",

@@ -44,7 +44,7 @@ pub fn render(r: &Report) -> String {
         escape(&r.summary.verdict),
         escape(&r.summary.finding)
     ));
-    s.push_str(&row("Model", &escape(&r.subject.model)));
+    s.push_str(&row("Model", &escape(&r.subject.model_named())));
     if let Some(c) = &r.subject.claim {
         s.push_str(&row(
             "Claimed platform",

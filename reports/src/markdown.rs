@@ -29,7 +29,7 @@ pub fn render(r: &Report) -> String {
         r.summary.verdict, r.summary.finding
     ));
     s.push_str("| | |\n|---|---|\n");
-    s.push_str(&format!("| model | {} |\n", r.subject.model));
+    s.push_str(&format!("| model | {} |\n", r.subject.model_named()));
     if let Some(c) = &r.subject.claim {
         s.push_str(&format!("| claim | `{c}` |\n"));
     }

@@ -27,7 +27,7 @@ pub fn document(r: &Report) -> Doc {
     let mut d = Doc::new(&r.title(), wide);
     d.heading(1, &r.title());
     d.summary(&r.summary.verdict, &r.summary.finding);
-    let mut facts = vec![["Model".to_string(), r.subject.model.clone()]];
+    let mut facts = vec![["Model".to_string(), r.subject.model_named()]];
     if let Some(c) = &r.subject.claim {
         facts.push(["Claimed platform".into(), c.clone()]);
     }

@@ -21,7 +21,20 @@ pub struct Spent {
 pub struct Subject {
     pub endpoint: Option<String>,
     pub model: String,
+    /// The model's architecture family (`gemma3`, `llama`, …), where the pack or weights name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
     pub claim: Option<String>,
+}
+
+impl Subject {
+    /// The model as a report names it: with its architecture where known.
+    pub fn model_named(&self) -> String {
+        match &self.architecture {
+            Some(arch) => format!("{} ({arch})", self.model),
+            None => self.model.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -204,6 +204,20 @@ impl ModelConfig {
         ModelConfig::read(arch.clone(), family, &settings, vocab).map_err(|e| bad(path, &arch, e))
     }
 
+    /// The configuration of the weights at `path`: a GGUF file, or a checkpoint directory's
+    /// `config.json`.
+    pub fn of_weights(path: &Path) -> Result<ModelConfig> {
+        if path.is_dir() {
+            let config = path.join("config.json");
+            let text = std::fs::read_to_string(&config).map_err(CollectError::io(&config))?;
+            let json: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| bad(&config, "checkpoint", e))?;
+            ModelConfig::from_config_json(&json, &config)
+        } else {
+            ModelConfig::from_gguf(&super::read_gguf(path)?, path)
+        }
+    }
+
     /// From a Hugging Face checkpoint's `config.json` (already parsed; `path` names it).
     pub fn from_config_json(json: &serde_json::Value, path: &Path) -> Result<ModelConfig> {
         let arch = json["model_type"].as_str().unwrap_or("llama").to_string();

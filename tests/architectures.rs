@@ -15,7 +15,7 @@
 mod common;
 
 use common::fresh::{answers_with_references_of, replayed, verdicts};
-use common::{forced_gap, llama};
+use common::{forced_gap, llama, tokenize};
 use hspi_collect::zoo::codec::Codec;
 use hspi_datasets::NumericFormat;
 
@@ -131,4 +131,65 @@ fn each_familys_substitutes_are_caught_on_fresh_prompts_and_honest_f16_never_acc
             }
         }
     }
+}
+
+/// `gguf` with its `tokenizer.ggml.pre` set to `pre`, written to `out` (tensors as they are).
+fn with_pre_tokenizer(gguf: &std::path::Path, pre: &str, out: &std::path::Path) {
+    use candle_core::quantized::gguf_file;
+    let mut file = std::fs::File::open(gguf).unwrap();
+    let content = gguf_file::Content::read(&mut file).unwrap();
+    let mut names: Vec<&String> = content.tensor_infos.keys().collect();
+    names.sort();
+    let tensors: Vec<_> = names
+        .iter()
+        .map(|n| {
+            content
+                .tensor(&mut file, n, &candle_core::Device::Cpu)
+                .unwrap()
+        })
+        .collect();
+    let pre = gguf_file::Value::String(pre.into());
+    let mut metadata: Vec<(&str, &gguf_file::Value)> = content
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), if k == "tokenizer.ggml.pre" { &pre } else { v }))
+        .collect();
+    metadata.sort_by_key(|(k, _)| *k);
+    let named: Vec<(&str, &candle_core::quantized::QTensor)> =
+        names.iter().map(|n| n.as_str()).zip(&tensors).collect();
+    let mut w = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
+    gguf_file::write(&mut w, &metadata, &named).unwrap();
+}
+
+/// Every byte-level BPE pre-tokenizer hspi reads (SmolLM's, GPT-2's, Llama 3's, Qwen 2's), on
+/// the tiny llama's vocabulary relabelled with each: hspi's ids equal llama-server's on 64
+/// fresh prompts, the shipped pack's pool and the edge cases, raw and through the chat
+/// template.
+#[test]
+fn every_pre_tokenizer_reads_prompts_as_llama_server_does() {
+    let build = llama::build("avx2");
+    let dir = tempfile::tempdir().unwrap();
+    let mut texts = tokenize::prompt_texts(&hspi_probe::fresh_prompts(9, 64, 8, 5));
+    let pool: hspi_datasets::ProbeSet =
+        serde_json::from_slice(&std::fs::read(common::shipped_pack().join("pool.json")).unwrap())
+            .unwrap();
+    texts.extend(tokenize::prompt_texts(&pool));
+    texts.extend(tokenize::EDGES.map(String::from));
+    for pre in ["smollm", "gpt-2", "llama-bpe", "qwen2"] {
+        let path = dir.path().join(format!("{pre}.gguf"));
+        with_pre_tokenizer(&tiny_model("llama"), pre, &path);
+        let server = llama::LlamaServer::start(&build, &path, "tiny")
+            .unwrap_or_else(|e| panic!("llama-server ({pre}) did not start: {e}"));
+        let codec = Codec::from_gguf(&path).unwrap();
+        let differ = tokenize::differing(&codec, &server.url, &texts);
+        assert!(
+            differ.is_empty(),
+            "{pre}: hspi's ids differ from llama-server's on {differ:#?}"
+        );
+    }
+    // A pre-tokenizer hspi does not know is refused by name, never guessed.
+    let path = dir.path().join("deepseek.gguf");
+    with_pre_tokenizer(&tiny_model("llama"), "deepseek-v3", &path);
+    let e = Codec::from_gguf(&path).err().expect("refused").to_string();
+    assert!(e.contains("'deepseek-v3'") && e.contains("qwen2"), "{e}");
 }

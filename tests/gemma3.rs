@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{forced_gap, llama};
-use hspi_collect::zoo::chat_template::Message;
+use common::{forced_gap, llama, tokenize};
 use hspi_collect::zoo::codec::Codec;
 use hspi_datasets::NumericFormat;
 
@@ -14,86 +13,20 @@ fn gemma_gguf() -> std::path::PathBuf {
         .expect("Gemma-3-270M is not cached: run .ci/setup (hspi fetch gemma3-270m)")
 }
 
-fn post(url: &str, body: serde_json::Value) -> serde_json::Value {
-    let text = reqwest::blocking::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .and_then(|r| r.error_for_status())
-        .and_then(|r| r.text())
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: {e}: {text}"))
-}
-
-/// llama-server's ids of `content` as a prompt (its beginning-of-sequence token added, control
-/// tokens parsed).
-fn served_ids(base: &str, content: &str) -> Vec<u32> {
-    let r = post(
-        &format!("{base}/tokenize"),
-        serde_json::json!({"content": content, "add_special": true, "parse_special": true}),
-    );
-    r["tokens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_u64().unwrap() as u32)
-        .collect()
-}
-
 #[test]
 fn prompts_read_into_llama_servers_token_ids() {
     let path = gemma_gguf();
     let server = llama::LlamaServer::start(&llama::build("avx2"), &path, "gemma3-270m")
         .unwrap_or_else(|e| panic!("llama-server (gemma3-270m) did not start: {e}"));
     let codec = Codec::from_gguf(&path).unwrap();
-    let mut texts: Vec<String> = hspi_probe::fresh_prompts(5, 64, 8, 5)
-        .probes
-        .iter()
-        .filter_map(|p| match &p.input {
-            hspi_datasets::ProbeInput::Prompt { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .collect();
+    let mut texts = tokenize::prompt_texts(&hspi_probe::fresh_prompts(5, 64, 8, 5));
     let pool: hspi_datasets::ProbeSet =
         serde_json::from_slice(&std::fs::read(common::shipped_pack().join("pool.json")).unwrap())
             .unwrap();
-    texts.extend(pool.probes.iter().filter_map(|p| match &p.input {
-        hspi_datasets::ProbeInput::Prompt { text, .. } => Some(text.clone()),
-        _ => None,
-    }));
+    texts.extend(tokenize::prompt_texts(&pool));
     let count = texts.len();
-    texts.extend(
-        [
-            "Hello there,  friend\n\nok\t<start_of_turn>x",
-            "  leading spaces, trailing  ",
-            "numbers 3.14159 and 2026-11-26, emoji 🦙🚀, accents café naïve, 日本語のテキスト",
-            "<0x41> is text, <end_of_turn> is not\n\n\n\n",
-            "tabs\t\t\tand\r\nwindows lines",
-        ]
-        .map(String::from),
-    );
-    let mut differ = Vec::new();
-    for text in &texts {
-        let ours = codec.text_ids(text).unwrap();
-        if ours != served_ids(&server.url, text) {
-            differ.push(text.to_string());
-        }
-        // A chat request: the template llama-server renders (its ChatML default: the file
-        // holds none), read as a prompt.
-        let messages = [Message {
-            role: "user".into(),
-            content: text.to_string(),
-        }];
-        let rendered = post(
-            &format!("{}/apply-template", server.url),
-            serde_json::json!({"messages": messages}),
-        );
-        let ours = codec.chat_ids(&messages).unwrap();
-        if ours != served_ids(&server.url, rendered["prompt"].as_str().unwrap()) {
-            differ.push(format!("chat: {text}"));
-        }
-    }
+    texts.extend(tokenize::EDGES.map(String::from));
+    let differ = tokenize::differing(&codec, &server.url, &texts);
     assert!(count >= 64 + 96, "{count} prompts");
     assert!(
         differ.is_empty(),

@@ -8,7 +8,7 @@ use hspi_classify::dimension_verdict::DimensionStatus;
 use hspi_classify::verify::{Verdict, VerifyParams};
 use hspi_classify::{PlatformModel, ReferenceIndex};
 use hspi_collect::session::{EndpointOptions, EndpointSession, ForcedSession};
-use hspi_collect::teacher_forced::{ForcedEngines, ServerReference};
+use hspi_collect::teacher_forced::{ForcedEngines, ReferenceEngine};
 use hspi_datasets::{Dimension, ModelInfo, NumericFormat, OpenMode, Platform, PlatformPattern};
 use hspi_pack::{draw, fresh_seed, Pack, PackError, PromptTokens};
 use hspi_reports::contract::PackDraw;
@@ -29,10 +29,16 @@ pub struct FreshPrompts<'a> {
     /// The model's weights (a GGUF file or a checkpoint directory), checked against the pack's
     /// model identity.
     pub weights: &'a Path,
-    /// The formats to compute (empty: every format of the pack hspi computes).
+    /// The formats to compute (empty: every format of the pack hspi computes; `local` false:
+    /// none, the reference engines only).
     pub formats: Vec<NumericFormat>,
+    pub local: bool,
     /// llama-servers computing references too, each `URL=PLATFORM`.
     pub servers: Vec<String>,
+    /// Completions endpoints scoring the provider's tokens with prompt logprobs, each
+    /// `URL=PLATFORM`, and the environment variable holding their key.
+    pub endpoints: Vec<String>,
+    pub endpoint_key_env: Option<String>,
 }
 
 pub struct PackAudit<'a> {
@@ -183,18 +189,37 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
         Some(fresh) => {
             let claim = format_claim(a.claim)?;
             let info = check_weights(pack, fresh.weights)?;
-            let formats = fresh_formats(pack, &fresh.formats);
-            (lines.status)(&format!(
-                "{} prompts made for this audit (seed {seed}) from {} possible; hspi computes their references on the provider's tokens at {}",
-                probes.probes.len(),
-                hspi_probe::fresh_space(),
-                formats.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
-            ));
+            let formats = match fresh.local {
+                true => fresh_formats(pack, &fresh.formats),
+                false => Vec::new(),
+            };
+            let key_env = fresh.endpoint_key_env.as_deref();
             let servers = fresh
                 .servers
                 .iter()
-                .map(|s| ServerReference::parse(s))
+                .map(|s| ReferenceEngine::llama_server(s))
+                .chain(
+                    fresh
+                        .endpoints
+                        .iter()
+                        .map(|e| ReferenceEngine::endpoint(e, key_env)),
+                )
                 .collect::<Result<Vec<_>, _>>()?;
+            let computed: Vec<String> = formats
+                .iter()
+                .map(ToString::to_string)
+                .chain(
+                    servers
+                        .iter()
+                        .map(|s| format!("{} (your engine)", s.platform())),
+                )
+                .collect();
+            (lines.status)(&format!(
+                "{} prompts made for this audit (seed {seed}) from {} possible; their references are computed on the provider's tokens at {}",
+                probes.probes.len(),
+                hspi_probe::fresh_space(),
+                computed.join(" ")
+            ));
             let engines = ForcedEngines {
                 weights: fresh.weights.to_path_buf(),
                 formats,

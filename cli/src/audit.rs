@@ -27,15 +27,16 @@ pub struct Args {
     /// provider's own tokens, in every format of the pack. Tests the format and the model.
     #[arg(long, value_name = "PATH", help_heading = "Pack and prompts")]
     pub weights: Option<PathBuf>,
-    /// With --weights: only these formats (comma-separated; default every format of the pack).
-    /// Fewer is quicker; answers in a format left out can only be called unknown.
+    /// With --weights: only these formats (comma-separated; default every format of the pack;
+    /// `none`: no format computed here, the reference engines named below only). Fewer is
+    /// quicker; answers in a format left out can only be called unknown.
     #[arg(
         long,
         value_delimiter = ',',
         requires = "weights",
         help_heading = "Pack and prompts"
     )]
-    pub fresh_formats: Vec<hspi_datasets::NumericFormat>,
+    pub fresh_formats: Vec<FreshFormat>,
     /// With --weights: a llama-server to compute references too, written URL=PLATFORM (the
     /// platform it runs, e.g. http://127.0.0.1:8081=cpu-avx2/llamacpp-11434/f16/bs1;
     /// repeatable). Where it is the provider's engine, its references are bit for bit.
@@ -46,4 +47,41 @@ pub struct Args {
         help_heading = "Pack and prompts"
     )]
     pub reference_server: Vec<String>,
+    /// With --weights: an engine you run, scoring the provider's tokens through its completions
+    /// endpoint with prompt logprobs (vLLM's: one request per answer), written URL=PLATFORM
+    /// (e.g. http://127.0.0.1:8000=cpu-avx2/vllm-0.32.0/f32/bs1; repeatable). The platform is
+    /// taken on your word and named in the report.
+    #[arg(
+        long,
+        value_name = "URL=PLATFORM",
+        requires = "weights",
+        help_heading = "Pack and prompts"
+    )]
+    pub reference_endpoint: Vec<String>,
+    /// Environment variable holding the reference endpoints' API key.
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "reference_endpoint",
+        help_heading = "Pack and prompts"
+    )]
+    pub reference_key_env: Option<String>,
+}
+
+/// A format a fresh audit computes here, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FreshFormat {
+    None,
+    Format(hspi_datasets::NumericFormat),
+}
+
+impl std::str::FromStr for FreshFormat {
+    type Err = <hspi_datasets::NumericFormat as std::str::FromStr>::Err;
+
+    fn from_str(s: &str) -> Result<FreshFormat, Self::Err> {
+        match s {
+            "none" => Ok(FreshFormat::None),
+            _ => s.parse().map(FreshFormat::Format),
+        }
+    }
 }

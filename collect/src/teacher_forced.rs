@@ -14,6 +14,7 @@ use hspi_datasets::{
 use crate::backend::candle_cpu::{GgufAllPositions, ServedLm};
 use crate::error::{CollectError, Result};
 pub use crate::forced_server::ServerReference;
+pub use crate::reference_engine::ReferenceEngine;
 use crate::serve::log_softmax;
 use crate::zoo::chat_template::Message;
 use crate::zoo::codec::Codec;
@@ -24,8 +25,9 @@ enum ForcedLm {
     Gguf(GgufAllPositions),
     /// The market's formats as vLLM computes them (one causal pass).
     Served(Box<ServedLm>),
-    /// A llama-server the user names (bit for bit where it is the provider's engine).
-    Server(ServerReference),
+    /// An engine the user runs: a llama-server (bit for bit where it is the provider's engine)
+    /// or a completions endpoint with prompt logprobs.
+    Server(ReferenceEngine),
 }
 
 impl ForcedLm {
@@ -70,11 +72,12 @@ pub struct ForcedCost {
 }
 
 /// What computes an audit's references: the model's weights at `formats` (every one hspi
-/// computes for the model when empty), and the reference servers the user names.
+/// computes itself; none: the reference engines only), and the reference engines the user
+/// names.
 pub struct ForcedEngines {
     pub weights: std::path::PathBuf,
     pub formats: Vec<NumericFormat>,
-    pub servers: Vec<ServerReference>,
+    pub servers: Vec<ReferenceEngine>,
 }
 
 /// hspi's own engines for a model's weights, one per format, scoring answers on their tokens.
@@ -85,21 +88,27 @@ pub struct ForcedReferences {
 }
 
 impl ForcedReferences {
-    /// The platforms [`Self::open`] would compute for `weights` at `formats` (every one candle
-    /// computes for this model when empty), checked without loading the weights
+    /// The platforms [`Self::open`] would compute for `weights` at `formats` (none: the
+    /// reference engines' only), checked without loading the weights
     /// (a format hspi does not compute, llama.cpp's formats from a checkpoint directory).
     /// Then each reference server's platform (each answered once, and named by no other).
     pub fn plan(
         model: &str,
         weights: &Path,
         formats: &[NumericFormat],
-        servers: &[ServerReference],
+        servers: &mut [ReferenceEngine],
     ) -> Result<Vec<Platform>> {
         let (_, mut platforms) = Self::formats(model, weights, formats)?;
-        for s in servers {
+        if platforms.is_empty() && servers.is_empty() {
+            return Err(CollectError::BadRequest(
+                "no format to compute and no reference engine: nothing would compute references"
+                    .into(),
+            ));
+        }
+        for s in servers.iter_mut() {
             if platforms.contains(s.platform()) {
                 return Err(CollectError::BadRequest(format!(
-                    "--reference-server: platform {} is named twice",
+                    "reference engines: platform {} is named twice",
                     s.platform()
                 )));
             }
@@ -120,9 +129,7 @@ impl ForcedReferences {
         let path = crate::zoo::weights_at(weights, model)?;
         let model_id = model.to_string();
         let platforms = crate::backend::candle_cpu::forced_platforms();
-        let wanted: Vec<Platform> = if formats.is_empty() {
-            platforms
-        } else {
+        let wanted: Vec<Platform> = {
             let mut out = Vec::new();
             for f in formats {
                 let p = platforms.iter().find(|p| p.format == *f).ok_or_else(|| {
@@ -168,7 +175,7 @@ impl ForcedReferences {
         Ok((path, wanted))
     }
 
-    /// The formats of `formats` (every one candle computes for this model when empty) for the
+    /// The formats of `formats` (none: the reference engines' platforms only) for the
     /// language model whose weights are at `weights` (a GGUF file or a checkpoint directory).
     /// `sha256`, the weights' digest where the caller checked it, keys the requantised formats
     /// kept under the cache directory (`$HSPI_CACHE/forced/`), so a later audit of the same
@@ -179,7 +186,7 @@ impl ForcedReferences {
         model: &str,
         weights: &Path,
         formats: &[NumericFormat],
-        servers: Vec<ServerReference>,
+        servers: Vec<ReferenceEngine>,
         sha256: Option<&str>,
     ) -> Result<ForcedReferences> {
         let (path, wanted) = Self::formats(model, weights, formats)?;

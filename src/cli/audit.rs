@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use hspi_audit::{audit_endpoint, audit_with_pack, FreshPrompts, PackAudit};
-use hspi_cli::audit::Args;
+use hspi_cli::audit::{Args, FreshFormat};
 use hspi_cli::command_line;
 use hspi_datasets::OpenMode;
 
@@ -36,8 +36,18 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             command: &command_line(),
             fresh: a.weights.as_deref().map(|weights| FreshPrompts {
                 weights,
-                formats: a.fresh_formats.clone(),
+                formats: a
+                    .fresh_formats
+                    .iter()
+                    .filter_map(|f| match f {
+                        FreshFormat::Format(f) => Some(*f),
+                        FreshFormat::None => None,
+                    })
+                    .collect(),
+                local: !a.fresh_formats.contains(&FreshFormat::None),
                 servers: a.reference_server.clone(),
+                endpoints: a.reference_endpoint.clone(),
+                endpoint_key_env: a.reference_key_env.clone(),
             }),
         };
         audit_with_pack(audit, &printer::lines())?

@@ -9,6 +9,7 @@ pub mod router;
 pub mod serve;
 pub mod shapes;
 pub mod substitutes;
+pub mod tokenize;
 pub mod torch_host;
 pub mod vllm;
 

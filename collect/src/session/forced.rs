@@ -60,7 +60,7 @@ impl ForcedSession {
     /// checked here; the engines load in the background (seconds) while the endpoint answers,
     /// and the first answer's references wait for them.
     pub fn open(
-        engines: ForcedEngines,
+        mut engines: ForcedEngines,
         model: ModelInfo,
         probes: &ProbeSet,
         out: &Path,
@@ -71,7 +71,7 @@ impl ForcedSession {
             &model.id,
             &engines.weights,
             &engines.formats,
-            &engines.servers,
+            &mut engines.servers,
         )?;
         let (sha, id) = (model.weights_sha256.clone(), model.id.clone());
         let engines = Engines::Loading(std::thread::spawn(move || {

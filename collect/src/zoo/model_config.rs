@@ -9,7 +9,7 @@ use std::path::Path;
 
 use candle_core::quantized::gguf_file;
 
-use super::architecture::{self, Architecture, Key, Settings};
+use super::architecture::{self, Architecture, ConfigError, Key, Settings};
 use crate::error::{CollectError, Result};
 
 /// What a forward pass needs to know of a decoder-only language model.
@@ -90,19 +90,19 @@ impl GgufSettings<'_> {
 }
 
 impl Settings for GgufSettings<'_> {
-    fn count(&self, key: Key) -> std::result::Result<Option<usize>, String> {
+    fn count(&self, key: Key) -> std::result::Result<Option<usize>, ConfigError> {
         self.value(key)
             .map(|(key, v)| {
                 v.to_u32()
                     .map(|n| n as usize)
-                    .map_err(|e| format!("{key}: {e}"))
+                    .map_err(|e| bad_value(&key, e))
             })
             .transpose()
     }
 
-    fn float(&self, key: Key) -> std::result::Result<Option<f32>, String> {
+    fn float(&self, key: Key) -> std::result::Result<Option<f32>, ConfigError> {
         self.value(key)
-            .map(|(key, v)| v.to_f32().map_err(|e| format!("{key}: {e}")))
+            .map(|(key, v)| v.to_f32().map_err(|e| bad_value(&key, e)))
             .transpose()
     }
 }
@@ -123,22 +123,22 @@ impl JsonSettings<'_> {
 }
 
 impl Settings for JsonSettings<'_> {
-    fn count(&self, key: Key) -> std::result::Result<Option<usize>, String> {
+    fn count(&self, key: Key) -> std::result::Result<Option<usize>, ConfigError> {
         self.value(key)
             .map(|(path, v)| {
                 v.as_u64()
                     .map(|n| n as usize)
-                    .ok_or_else(|| format!("{path} is not a count"))
+                    .ok_or_else(|| bad_value(path, "not a count"))
             })
             .transpose()
     }
 
-    fn float(&self, key: Key) -> std::result::Result<Option<f32>, String> {
+    fn float(&self, key: Key) -> std::result::Result<Option<f32>, ConfigError> {
         self.value(key)
             .map(|(path, v)| {
                 v.as_f64()
                     .map(|n| n as f32)
-                    .ok_or_else(|| format!("{path} is not a number"))
+                    .ok_or_else(|| bad_value(path, "not a number"))
             })
             .transpose()
     }
@@ -156,19 +156,16 @@ impl ModelConfig {
         family: &architecture::Family,
         settings: &dyn Settings,
         vocab: usize,
-    ) -> std::result::Result<ModelConfig, String> {
-        let required = |key: Key| -> std::result::Result<usize, String> {
-            settings.count(key)?.ok_or_else(|| {
-                format!(
-                    "no {} ({}) in its settings",
-                    key.gguf,
-                    key.json.join(" or ")
-                )
+    ) -> std::result::Result<ModelConfig, ConfigError> {
+        let required = |key: Key| -> std::result::Result<usize, ConfigError> {
+            settings.count(key)?.ok_or_else(|| ConfigError::Missing {
+                gguf: key.gguf.into(),
+                json: key.json.join(" or "),
             })
         };
         let (hidden, heads) = (required(HIDDEN)?, required(HEADS)?);
         if heads == 0 {
-            return Err("attention.head_count is 0".into());
+            return Err(ConfigError::NoHeads);
         }
         Ok(ModelConfig {
             architecture: (family.read)(settings)?,
@@ -228,7 +225,12 @@ impl ModelConfig {
                 gguf: "vocab_size",
                 json: &["vocab_size"],
             })
-            .and_then(|v| v.ok_or_else(|| "vocab_size missing".to_string()))
+            .and_then(|v| {
+                v.ok_or_else(|| ConfigError::Missing {
+                    gguf: "vocab_size".into(),
+                    json: "vocab_size".into(),
+                })
+            })
             .map_err(|e| bad(path, &arch, e))?;
         ModelConfig::read(arch.clone(), family, &settings, vocab).map_err(|e| bad(path, &arch, e))
     }
@@ -251,6 +253,13 @@ pub fn weights_at(path: &Path, model: &str) -> Result<std::path::PathBuf> {
         path: path.into(),
         hint,
     })
+}
+
+fn bad_value(key: &str, reason: impl ToString) -> ConfigError {
+    ConfigError::BadValue {
+        key: key.into(),
+        reason: reason.to_string(),
+    }
 }
 
 fn bad(path: &Path, arch: &str, reason: impl ToString) -> CollectError {

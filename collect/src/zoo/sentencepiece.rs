@@ -79,7 +79,7 @@ impl SentencePiece {
         scores: Vec<f32>,
         types: Vec<i32>,
         eos: Option<u32>,
-    ) -> std::result::Result<SentencePiece, String> {
+    ) -> tokenizers::Result<SentencePiece> {
         let ids: tokenizers::models::bpe::Vocab = tokens
             .iter()
             .enumerate()
@@ -103,10 +103,9 @@ impl SentencePiece {
         let bpe = BPE::builder()
             .vocab_and_merges(ids, merges)
             .byte_fallback(true)
-            .build()
-            .map_err(|e| e.to_string())?;
+            .build()?;
         let mut tokenizer = Tokenizer::new(bpe);
-        tokenizer.with_normalizer(Some(Replace::new(" ", "▁").map_err(|e| e.to_string())?));
+        tokenizer.with_normalizer(Some(Replace::new(" ", "▁")?));
         // Control tokens (parsed in prompts, as llama-server parses them) and user-defined ones
         // (newline and tab runs, image markers: always whole) are split off before merging.
         let whole: Vec<AddedToken> = tokens

@@ -86,7 +86,7 @@ const MATRICES: [&str; 7] = [
 /// requantises to as `llama-quantize` does (the K-quant mixes, with ggml's own quantisers).
 pub fn formats() -> Vec<NumericFormat> {
     use hspi_datasets::GgufType::{Q4KM, Q5KM, Q6K};
-    let mut formats = super::gguf_lm::formats();
+    let mut formats = super::llama_file_type::candle_formats();
     formats.extend([Q6K, Q5KM, Q4KM].map(NumericFormat::Gguf));
     formats
 }

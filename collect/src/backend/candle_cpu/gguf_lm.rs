@@ -10,22 +10,10 @@ use std::path::Path;
 use candle_core::quantized::{gguf_file, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
-use hspi_datasets::{GgufType, NumericFormat};
+use hspi_datasets::NumericFormat;
 
 use super::llama_file_type::ggml_type;
 use crate::error::{CollectError, Result};
-
-/// The formats candle can run this model at.
-pub fn formats() -> Vec<NumericFormat> {
-    [
-        NumericFormat::F32,
-        NumericFormat::F16,
-        NumericFormat::Gguf(GgufType::Q8_0),
-        NumericFormat::Gguf(GgufType::Q4_0),
-        NumericFormat::Gguf(GgufType::Q4_1),
-    ]
-    .into()
-}
 
 pub struct QuantizedLm {
     lm: Lm,

@@ -123,6 +123,18 @@ pub fn quantize(t: &Tensor, dtype: GgmlDType) -> Result<QTensor> {
     }
 }
 
+/// The GGUF formats candle runs a model at (its own quantised types, every matrix at one).
+pub fn candle_formats() -> Vec<NumericFormat> {
+    [
+        NumericFormat::F32,
+        NumericFormat::F16,
+        NumericFormat::Gguf(GgufType::Q8_0),
+        NumericFormat::Gguf(GgufType::Q4_0),
+        NumericFormat::Gguf(GgufType::Q4_1),
+    ]
+    .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

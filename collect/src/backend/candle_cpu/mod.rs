@@ -54,7 +54,7 @@ pub fn language_model_platforms() -> Vec<Platform> {
 
 /// A GGUF language model's formats: llama.cpp's that candle runs, and the market's schemes.
 fn language_model_formats() -> Vec<NumericFormat> {
-    let mut formats = gguf_lm::formats();
+    let mut formats = llama_file_type::candle_formats();
     formats.extend(crate::scheme::market_formats());
     formats
 }

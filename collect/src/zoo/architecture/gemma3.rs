@@ -6,7 +6,9 @@
 //! 1/√head_dim (the 27B model's 1/√(hidden/heads) is not handled).
 
 use super::Activation;
-use super::{llama_like, Architecture, Family, Key, RopeStyle, Settings, SlidingWindow};
+use super::{
+    llama_like, Architecture, ConfigError, Family, Key, RopeStyle, Settings, SlidingWindow,
+};
 
 pub const FAMILY: Family = Family {
     gguf: "gemma3",
@@ -27,7 +29,7 @@ const LOCAL_BASE: Key = Key {
     json: &["rope_parameters", "sliding_attention", "rope_theta"],
 };
 
-fn read(settings: &dyn Settings) -> Result<Architecture, String> {
+fn read(settings: &dyn Settings) -> Result<Architecture, ConfigError> {
     let sliding = match settings.count(WINDOW)? {
         Some(window) if window > 0 => Some(SlidingWindow {
             window,

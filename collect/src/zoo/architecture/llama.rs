@@ -2,7 +2,7 @@
 //! decoder every other family is told apart from. Llama 3.x's per-band rotary scaling is in the
 //! weights (`rope_freqs.weight`), not here.
 
-use super::{llama_like, Architecture, Family, RopeStyle, Settings};
+use super::{llama_like, Architecture, ConfigError, Family, RopeStyle, Settings};
 
 pub const FAMILY: Family = Family {
     gguf: "llama",
@@ -10,6 +10,6 @@ pub const FAMILY: Family = Family {
     read,
 };
 
-fn read(_: &dyn Settings) -> Result<Architecture, String> {
+fn read(_: &dyn Settings) -> Result<Architecture, ConfigError> {
     Ok(llama_like("llama", RopeStyle::Interleaved))
 }

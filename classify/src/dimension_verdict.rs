@@ -276,6 +276,11 @@ pub fn dimension_verdicts(
                     decided(v).unwrap_or(DimensionStatus::Inconclusive),
                     own.and_then(|f| f.detail.clone()),
                 ),
+                // Every reference in the claimed format: nothing tells it from a format near it.
+                None if d == Dimension::Format => (
+                    DimensionStatus::Inconclusive,
+                    Some("every reference is in this format: none in another to tell it from".into()),
+                ),
                 None => (
                     DimensionStatus::Consistent,
                     Some(format!("every known class has this {d}")),

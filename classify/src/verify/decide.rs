@@ -4,7 +4,7 @@
 use hspi_datasets::{top_label, Dimension};
 
 use super::{Verdict, Verifier};
-use crate::dimension_verdict::dimension_llr;
+use crate::dimension_verdict::{dimension_llr, on_claim};
 
 impl Verifier<'_> {
     /// Another model first (a format or platform of the wrong model means nothing), then the
@@ -119,8 +119,19 @@ impl Verifier<'_> {
     }
 
     /// The claim holds on everything tested: consistent, or inconclusive where it names a value
-    /// no known class has.
+    /// no known class has, or a format no known class contests (with references in one format
+    /// only — a reference engine alone, say — a format near it fits as well: a quantised
+    /// provider would pass for the claim).
     pub(super) fn consistent(&self) -> Verdict {
+        if let Some(format) = self.claim.get(Dimension::Format) {
+            if !on_claim(&self.claim, Dimension::Format, &self.model.classes).contains(&false) {
+                return Verdict::Inconclusive {
+                    reason: format!(
+                        "the answers fit the claimed format {format}, but every reference is in that format: with none in another, a format near it (a quantised one) would fit as well; add references in other formats (--fresh-formats) or another reference engine"
+                    ),
+                };
+            }
+        }
         if self.unreferenced.is_empty() {
             return Verdict::Consistent;
         }

@@ -137,4 +137,49 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
         deltas.len()
     );
     assert!(max < 1e-4, "max |Δ| {max}");
+
+    // vLLM fp32 as the reference engine beside hspi's llama.cpp formats (f16, q8_0, q4_0),
+    // 200 replayed fresh-prompt audits each within 64 output tokens: vLLM itself claimed f32
+    // and llama-server F16 claimed f16 never accused; Q8_0 and Q4_0 sold as f16 caught.
+    let formats: Vec<hspi_datasets::NumericFormat> =
+        ["f16", "q8_0", "q4_0"].map(|f| f.parse().unwrap()).into();
+    let engine = || {
+        let mut e = ReferenceEngine::endpoint(&spec, None).unwrap();
+        e.check().unwrap();
+        vec![e]
+    };
+    let replay = |name: &str, base: &str, seed: u64, claim: &str| {
+        let (answers, refs) = common::fresh::answers_with_engines(
+            "smollm2",
+            &llama::smollm2_gguf(),
+            base,
+            seed,
+            32,
+            &formats,
+            engine(),
+            &tmp.path().join(name),
+        );
+        common::fresh::replayed(&answers, &refs, claim, 64)
+    };
+    let t = replay("vllm-f32", &vllm.url, 61, "*/*/f32/*");
+    assert_eq!(
+        common::fresh::verdicts(&t, "mismatch"),
+        0,
+        "vLLM fp32 claimed f32: {t}"
+    );
+    let f16 = llama::start("avx2", "F16");
+    let t = replay("llama-f16", &f16.url, 62, "*/*/f16/*");
+    assert_eq!(
+        common::fresh::verdicts(&t, "mismatch"),
+        0,
+        "llama.cpp F16 claimed f16: {t}"
+    );
+    for (quant, seed) in [("Q8_0", 63), ("Q4_0", 64)] {
+        let server = llama::start("avx2", quant);
+        let t = replay(quant, &server.url, seed, "*/*/f16/*");
+        assert!(
+            common::fresh::verdicts(&t, "mismatch") >= 198,
+            "{quant} sold as f16, within 64 tokens: {t}"
+        );
+    }
 }

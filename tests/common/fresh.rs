@@ -41,6 +41,21 @@ pub fn answers_with_references_of(
     formats: &[NumericFormat],
     out: &Path,
 ) -> (PathBuf, PathBuf) {
+    answers_with_engines(model, weights, base, seed, count, formats, Vec::new(), out)
+}
+
+/// [`answers_with_references_of`] with reference engines the user runs besides hspi's formats.
+#[allow(clippy::too_many_arguments)]
+pub fn answers_with_engines(
+    model: &str,
+    weights: &Path,
+    base: &str,
+    seed: u64,
+    count: usize,
+    formats: &[NumericFormat],
+    servers: Vec<hspi_collect::teacher_forced::ReferenceEngine>,
+    out: &Path,
+) -> (PathBuf, PathBuf) {
     let probes = hspi_probe::fresh_prompts(seed, count, 8, 5);
     let file = out.join("fresh.json");
     std::fs::create_dir_all(out).unwrap();
@@ -53,7 +68,7 @@ pub fn answers_with_references_of(
     let engines = ForcedEngines {
         weights: weights.to_path_buf(),
         formats: formats.to_vec(),
-        servers: Vec::new(),
+        servers,
     };
     let mut forced = ForcedSession::open(
         engines,

@@ -127,3 +127,107 @@ fn the_readme_stays_short() {
         assert!(text.contains(needed), "README.md lacks `{needed}`");
     }
 }
+
+/// The exit code a page states for `verdict`, from its tables (`| verdict | … | N | … |`) and
+/// sentences (`"unknown platform" (exit 4)`): every one found, with where.
+fn stated_exit_codes(verdict: &str) -> Vec<(String, u8)> {
+    let mut found = Vec::new();
+    for page in pages() {
+        let name = page.file_name().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&page).unwrap();
+        found.extend(exit_codes_in(&name, &text, verdict));
+    }
+    found
+}
+
+/// The exit codes `text` (the page `name`) states for `verdict`.
+fn exit_codes_in(name: &str, text: &str, verdict: &str) -> Vec<(String, u8)> {
+    let mut found = Vec::new();
+    {
+        // The column headed "exit" of the table being read, if it has one.
+        let mut exit_column: Option<usize> = None;
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            if !line.starts_with('|') {
+                exit_column = None;
+            } else if lines
+                .get(n + 1)
+                .is_some_and(|next| next.starts_with("| ---") || next.starts_with("|---"))
+            {
+                exit_column = cells.iter().position(|c| *c == "exit");
+            } else if let Some(col) = exit_column.filter(|_| cells.get(1) == Some(&verdict)) {
+                if let Some(code) = cells.get(col).and_then(|c| c.parse::<u8>().ok()) {
+                    found.push((format!("{name}:{}", n + 1), code));
+                }
+            }
+            for quoted in [format!("\"{verdict}\" (exit "), format!("{verdict} (exit ")] {
+                if let Some(at) = line.find(&quoted) {
+                    let rest = &line[at + quoted.len()..];
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    if let Ok(code) = digits.parse() {
+                        found.push((format!("{name}:{}", n + 1), code));
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_planted_wrong_exit_code_is_found() {
+    let page = "| verdict | means | exit |\n| --- | --- | --- |\n| inconclusive | the budget ended | 1 |\n\n\
+                `identify` says \"unknown platform\" (exit 2)\n| inconclusive | 200 | 3 |\n";
+    assert_eq!(
+        exit_codes_in("p", page, "inconclusive"),
+        [("p:3".to_string(), 1)]
+    );
+    assert_eq!(
+        exit_codes_in("p", page, "unknown platform"),
+        [("p:5".to_string(), 2)]
+    );
+}
+
+/// Every exit code the README and the guide state for a verdict is the one the code returns
+/// (`Verdict::exit_code`, `ENDPOINT_DOWN_EXIT`; 2 for an error, decided in `src/main.rs`).
+#[test]
+fn every_exit_code_the_guide_states_is_the_codes() {
+    use hspi_classify::verify::{Verdict, ENDPOINT_DOWN_EXIT};
+    let why = || "r".to_string();
+    let verdicts = [
+        ("consistent", Verdict::Consistent.exit_code()),
+        (
+            "mismatch",
+            Verdict::Mismatch {
+                likely_class: String::new(),
+                likely_platform: String::new(),
+                dimensions: Vec::new(),
+            }
+            .exit_code(),
+        ),
+        ("tampered", Verdict::Tampered { reason: why() }.exit_code()),
+        (
+            "inconclusive",
+            Verdict::Inconclusive { reason: why() }.exit_code(),
+        ),
+        (
+            "unknown platform",
+            Verdict::UnknownPlatform { reason: why() }.exit_code(),
+        ),
+        ("endpoint down", ENDPOINT_DOWN_EXIT),
+        ("error", 2),
+    ];
+    let mut checked = 0;
+    for (verdict, code) in verdicts {
+        let stated = stated_exit_codes(verdict);
+        for (place, says) in &stated {
+            assert_eq!(
+                *says, code,
+                "{place}: \"{verdict}\" exits {code}, the page says {says}"
+            );
+        }
+        checked += stated.len();
+    }
+    assert!(checked >= 7, "only {checked} stated exit codes found");
+}

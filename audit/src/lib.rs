@@ -35,7 +35,8 @@ pub use pack_audit::{
     audit_with_pack, check_model, FreshPrompts, PackAudit, DEFAULT_DRAW, FRESH_REFERENCES,
 };
 pub use pack_build::{
-    build_pack, endpoint_defaults, merge_into_pack, work_dir, PackBuild, REPEATED_PROMPTS,
+    build_pack, check_formats, endpoint_defaults, merge_into_pack, work_dir, PackBuild,
+    REPEATED_PROMPTS,
 };
 pub use setup::{load_references, repeat_verify_datasets, verify_datasets, VerifySetup};
 pub use train::{train, TrainOptions, TrainSpec, Trained};

@@ -80,6 +80,12 @@ const LLAMA_FOR_FAMILIES: [NumericFormat; 4] = [
 /// format of their family (`FormatFamily::covers`, from each format's row) that an engine here
 /// computes (`int8`: llama.cpp's q8_0 and the W8A8 scheme; `int4`: q4_0 and W4A16 at group 64,
 /// SmolLM2's widths being no multiple of 128).
+/// Whether `pack build --formats` takes `words` (the reason where it does not): what the guide's
+/// commands are checked against.
+pub fn check_formats(words: &[String]) -> Result<(), AuditError> {
+    local_formats(words).map(drop)
+}
+
 fn local_formats(words: &[String]) -> Result<Vec<LocalFormat>, AuditError> {
     use LocalFormat::{Hspi, Llama};
     let mut out = Vec::new();

@@ -54,22 +54,9 @@ impl EndpointReference {
     /// A reference endpoint at `spec`, written `URL=PLATFORM` (`http://127.0.0.1:8000=cpu-avx2/
     /// vllm-0.32.0/f32/bs1`), with the API key in the environment variable `key_env` if named.
     pub fn parse(spec: &str, key_env: Option<&str>) -> Result<EndpointReference> {
-        let bad = |reason: String| {
-            CollectError::BadRequest(format!("--reference-endpoint {spec}: {reason}"))
-        };
-        let (url, platform) = spec
-            .split_once('=')
-            .ok_or_else(|| bad("write it URL=PLATFORM (the platform the endpoint runs)".into()))?;
-        let platform: Platform = platform.parse().map_err(|e| bad(format!("{e}")))?;
-        let base = url
-            .trim_end_matches('/')
-            .trim_end_matches("/v1/completions")
-            .trim_end_matches("/v1/chat/completions")
-            .trim_end_matches("/v1")
-            .to_string();
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(bad(format!("{url} is no http(s) URL")));
-        }
+        let flag = "--reference-endpoint";
+        let bad = |reason: String| CollectError::BadRequest(format!("{flag} {spec}: {reason}"));
+        let (base, platform) = crate::forced_server::engine_spec(flag, spec)?;
         let api_key = match key_env {
             Some(var) => Some(std::env::var(var).map_err(|_| {
                 bad(format!(

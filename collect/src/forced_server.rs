@@ -40,25 +40,33 @@ struct Entry {
     logprob: serde_json::Number,
 }
 
+/// An engine the user names, `URL=PLATFORM` after `flag`: its base URL (`http://host:port`, any
+/// `/v1/...` path cut) and the platform it runs, which hspi takes on the user's word.
+pub(crate) fn engine_spec(flag: &str, spec: &str) -> Result<(String, Platform)> {
+    let bad = |reason: String| CollectError::BadRequest(format!("{flag} {spec}: {reason}"));
+    let (url, platform) = spec
+        .split_once('=')
+        .ok_or_else(|| bad("write it URL=PLATFORM (the platform the engine runs)".into()))?;
+    let platform: Platform = platform.parse().map_err(|e| bad(format!("{e}")))?;
+    let base = url
+        .trim_end_matches('/')
+        .trim_end_matches("/v1/completions")
+        .trim_end_matches("/v1/chat/completions")
+        .trim_end_matches("/v1")
+        .to_string();
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        return Err(bad(format!("{url} is no http(s) URL")));
+    }
+    Ok((base, platform))
+}
+
 impl ServerReference {
     /// A reference server at `spec`, written `URL=PLATFORM` (`http://127.0.0.1:8081=cpu-avx2/
     /// llamacpp-11434/f16/bs1`: the platform it runs, which hspi takes on the user's word).
     pub fn parse(spec: &str) -> Result<ServerReference> {
-        let bad = |reason: String| {
-            CollectError::BadRequest(format!("--reference-server {spec}: {reason}"))
-        };
-        let (url, platform) = spec
-            .split_once('=')
-            .ok_or_else(|| bad("write it URL=PLATFORM (the platform the server runs)".into()))?;
-        let platform: Platform = platform.parse().map_err(|e| bad(format!("{e}")))?;
-        let base = url
-            .trim_end_matches('/')
-            .trim_end_matches("/v1/chat/completions")
-            .trim_end_matches("/v1")
-            .to_string();
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(bad(format!("{url} is no http(s) URL")));
-        }
+        let flag = "--reference-server";
+        let bad = |reason: String| CollectError::BadRequest(format!("{flag} {spec}: {reason}"));
+        let (base, platform) = engine_spec(flag, spec)?;
         let http = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(120))
             .build()

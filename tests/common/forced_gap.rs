@@ -46,15 +46,7 @@ pub fn served_answer(server: &LlamaServer, prompt: &[u32], n: usize) -> Vec<(u32
         "ignore_eos": true,
         "return_tokens": true,
     });
-    let response: serde_json::Value = reqwest::blocking::Client::new()
-        .post(&url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .and_then(|r| r.error_for_status())
-        .and_then(|r| r.text())
-        .map(|t| serde_json::from_str(&t).unwrap_or_else(|e| panic!("{url}: {e}: {t}")))
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let response = super::post_json(&url, &body);
     let tokens: Vec<u32> = response["tokens"]
         .as_array()
         .unwrap_or_else(|| panic!("{url}: no tokens in {response}"))

@@ -16,6 +16,24 @@ pub mod vllm;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// POSTs `body` to `url` and reads the JSON answer, panicking with the URL and the whole error
+/// chain. The timeout is long on purpose: a loaded 2-core CI machine takes well over reqwest's
+/// default 30 s to prefill a long prompt (the Gemma test's 650 tokens at F16 did).
+pub fn post_json(url: &str, body: &serde_json::Value) -> serde_json::Value {
+    let text = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(900))
+        .build()
+        .unwrap()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .and_then(|r| r.error_for_status())
+        .and_then(|r| r.text())
+        .unwrap_or_else(|e| panic!("{url}: {e:?}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: {e}: {text}"))
+}
+
 /// The SmolLM2 audit pack shipped in the repository.
 pub fn shipped_pack() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/smollm2-llamacpp")

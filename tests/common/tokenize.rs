@@ -4,15 +4,7 @@ use hspi_collect::zoo::chat_template::Message;
 use hspi_collect::zoo::codec::Codec;
 
 fn post(url: &str, body: serde_json::Value) -> serde_json::Value {
-    let text = reqwest::blocking::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .and_then(|r| r.error_for_status())
-        .and_then(|r| r.text())
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: {e}: {text}"))
+    super::post_json(url, &body)
 }
 
 /// llama-server's ids of `content` as a prompt (its beginning-of-sequence token added where the

@@ -22,7 +22,8 @@ const CHILD: &str = "--memory-child";
 
 /// The answers scored: a prompt and a provider's answer text each (its tokens read again).
 fn answers() -> Vec<(ProbeInput, Record)> {
-    let story = "The river came upon the great city of gold and silver, where merchants sold spices. ";
+    let story =
+        "The river came upon the great city of gold and silver, where merchants sold spices. ";
     (0..ANSWERS)
         .map(|i| {
             let input = ProbeInput::Prompt {

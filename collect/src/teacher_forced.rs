@@ -11,7 +11,7 @@ use hspi_datasets::{
     AskedAs, Logprob, NumericFormat, Outputs, Platform, ProbeInput, Record, TokenStep, TopEntry,
 };
 
-use crate::backend::candle_cpu::{GgufAllPositions, ServedLm};
+use crate::backend::candle_cpu::{GgufAllPositions, ServedLm, ServedTables};
 use crate::error::{CollectError, Result};
 pub use crate::forced_server::ServerReference;
 pub use crate::reference_engine::ReferenceEngine;
@@ -200,12 +200,14 @@ impl ForcedReferences {
         } else {
             None
         };
+        // The market formats share the unquantised embeddings and output projection.
+        let tables = served_weights.as_ref().map(ServedTables::new);
         // Each format loads on its own (quantising a model is seconds of one core's work).
         let loaded: Vec<Result<ForcedLm>> = on_workers(wanted.len(), |i| {
             let format = wanted[i].format;
-            Ok(match &served_weights {
-                Some(w) if crate::scheme::for_format(format).is_some() => {
-                    ForcedLm::Served(Box::new(ServedLm::new(w, format)?))
+            Ok(match (&served_weights, &tables) {
+                (Some(w), Some(tables)) if crate::scheme::for_format(format).is_some() => {
+                    ForcedLm::Served(Box::new(ServedLm::with_tables(w, format, tables.clone())?))
                 }
                 _ => {
                     let kept = sha256.map(|sha| kept_path(sha, &wanted[i]));

@@ -14,24 +14,27 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
+use std::sync::Arc;
+
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 use hspi_datasets::NumericFormat;
 
+use super::kept_weight::{KeptMatrix, KeptTable};
 use super::llama_file_type::{self, ggml_type, tensor_type, Role};
 use crate::error::{CollectError, Result};
 use crate::zoo::architecture::{Activation, Architecture, RopeStyle};
 use crate::zoo::model_config::ModelConfig;
 
 struct Layer {
-    q: QMatMul,
-    k: QMatMul,
-    v: QMatMul,
-    o: QMatMul,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
+    q: KeptMatrix,
+    k: KeptMatrix,
+    v: KeptMatrix,
+    o: KeptMatrix,
+    gate: KeptMatrix,
+    up: KeptMatrix,
+    down: KeptMatrix,
     attn_norm: RmsNorm,
     ffn_norm: RmsNorm,
     /// The query, key and value biases (qwen2).
@@ -47,10 +50,10 @@ struct Layer {
 }
 
 pub struct GgufAllPositions {
-    embed: Tensor,
+    embed: KeptTable,
     layers: Vec<Layer>,
     norm: RmsNorm,
-    output: QMatMul,
+    output: KeptMatrix,
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
@@ -234,7 +237,7 @@ impl GgufAllPositions {
         // costs as much as requantising them (measured: F32 0.9 s either way, Q8_0 0.4 s kept
         // against 1.2 s requantised).
         let kept = kept.filter(|_| !is_float(target));
-        let mut matrices: HashMap<String, QTensor> = if native {
+        let matrices: HashMap<String, QTensor> = if native {
             let mut m = HashMap::new();
             for r in &wanted {
                 m.insert(r.name.clone(), tensor(&r.from)?);
@@ -254,22 +257,35 @@ impl GgufAllPositions {
             }
             m
         };
-        // The table tokens are looked up in, as the file type holds it.
-        let embed = if is_float(target) || native {
-            tensor("token_embd.weight")?.dequantize(&dev)?
+        // The table tokens are looked up in, as the file type holds it (the output head itself
+        // where tied and requantised).
+        let mut matrices: HashMap<String, Arc<QTensor>> = matrices
+            .into_iter()
+            .map(|(name, t)| (name, Arc::new(t)))
+            .collect();
+        let file_embeddings = content
+            .tensor_infos
+            .get("token_embd.weight")
+            .map(|i| i.ggml_dtype);
+        // A tied head at the file's own float type holds the very same values: one copy.
+        let head_is_the_table =
+            tied && is_float(target) && file_embeddings == Some(matrices["output.weight"].dtype());
+        let embed = KeptTable::new(if head_is_the_table {
+            matrices["output.weight"].clone()
+        } else if is_float(target) || native {
+            Arc::new(tensor("token_embd.weight")?)
         } else if tied {
-            matrices["output.weight"].dequantize(&dev)?
+            matrices["output.weight"].clone()
         } else {
             matrices
                 .remove("token_embd.weight")
                 .ok_or_else(|| bad("no token_embd.weight in the GGUF".into()))?
-                .dequantize(&dev)?
-        };
-        let mut matrix = |name: &str| -> Result<QMatMul> {
+        })?;
+        let mut matrix = |name: &str| -> Result<KeptMatrix> {
             let qt = matrices
                 .remove(name)
                 .ok_or_else(|| bad(format!("no {name} in the GGUF")))?;
-            Ok(QMatMul::from_qtensor(qt)?)
+            KeptMatrix::new(qt)
         };
         let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
         let rope_freqs = match content.tensor_infos.contains_key("rope_freqs.weight") {
@@ -371,8 +387,7 @@ impl GgufAllPositions {
         let n = tokens.len();
         let m = n - start;
         let dev = Device::Cpu;
-        let ids = Tensor::new(&tokens[start..], &dev)?;
-        let mut x = self.embed.index_select(&ids, 0)?.unsqueeze(0)?;
+        let mut x = self.embed.rows(&tokens[start..])?.unsqueeze(0)?;
         if let Some(scale) = self.embedding_scale {
             x = (x * scale)?;
         }

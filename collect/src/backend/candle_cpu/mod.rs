@@ -5,10 +5,12 @@
 //! (`served_lm.rs`, the schemes in `crate::scheme`), the tiny LM at f32, f16 or bf16
 //! (`tiny_lm.rs`). Language models run at batch size 1.
 
+mod compact_matrix;
 mod ggml_quants;
 mod gguf_all_positions;
 mod gguf_lm;
 mod image;
+mod kept_weight;
 mod llama_file_type;
 mod served_lm;
 mod tiny_lm;
@@ -20,7 +22,7 @@ pub use llama_file_type::{
     file_format as llama_file_format, quantize as llama_quantize, tensor_type as llama_tensor_type,
     Role,
 };
-pub use served_lm::ServedLm;
+pub use served_lm::{ServedLm, Tables as ServedTables};
 pub use tiny_lm::TinyLmRunner;
 
 use candle_core::DType;

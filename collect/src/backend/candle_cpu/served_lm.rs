@@ -10,18 +10,33 @@
 //! `lm_head` unquantised. Logits are the last position's bf16 values read as f32 (vLLM's
 //! log_softmax then runs in f32 on them).
 
+use std::sync::Arc;
+
 use candle_core::{Device, Tensor};
 use hspi_datasets::NumericFormat;
 
+use super::compact_matrix::CompactMatrix;
 use crate::error::{CollectError, Result};
 use crate::scheme::{self, round_bf16, LinearScheme};
 use crate::zoo::llama_weights::{LlamaWeights, ModelConfig};
 
-/// A linear layer ready for the GEMM: the scheme's weights, transposed to `[in, out]`.
+/// A linear layer: the scheme's weights (`[out, in]`), held compact between passes.
 struct Linear {
-    weight_t: Tensor,
+    weight: CompactMatrix,
     cols: usize,
     rows: usize,
+}
+
+impl Linear {
+    /// The weights ready for the GEMM, transposed to `[in, out]` (made for one pass: holding
+    /// every format's as f32 took 16 times a model's f32 size).
+    fn transposed(&self) -> Result<Tensor> {
+        Ok(
+            Tensor::from_vec(self.weight.values(), (self.rows, self.cols), &Device::Cpu)?
+                .t()?
+                .contiguous()?,
+        )
+    }
 }
 
 struct Layer {
@@ -39,12 +54,31 @@ struct Layer {
 pub struct ServedLm {
     config: ModelConfig,
     scheme: Box<dyn LinearScheme>,
-    /// `[vocab, hidden]`, bf16 values.
-    embed: Vec<f32>,
-    /// `[hidden, vocab]`, bf16 values: the (tied) output projection.
-    lm_head_t: Tensor,
+    tables: Arc<Tables>,
     layers: Vec<Layer>,
     final_norm: Vec<f32>,
+}
+
+/// The embeddings and the output projection, unquantised in every format: one copy serves
+/// every format of the model.
+pub struct Tables {
+    /// `[vocab, hidden]`, bf16 values.
+    embed: CompactMatrix,
+    /// `[vocab, hidden]`, bf16 values: the output projection where not tied to the embeddings.
+    lm_head: Option<CompactMatrix>,
+}
+
+impl Tables {
+    pub fn new(weights: &LlamaWeights) -> Arc<Tables> {
+        let hidden = weights.config.hidden;
+        Arc::new(Tables {
+            embed: CompactMatrix::new(bf16s(&weights.embed), hidden),
+            lm_head: weights
+                .lm_head
+                .as_deref()
+                .map(|h| CompactMatrix::new(bf16s(h), hidden)),
+        })
+    }
 }
 
 fn bf16s(v: &[f32]) -> Vec<f32> {
@@ -53,6 +87,16 @@ fn bf16s(v: &[f32]) -> Vec<f32> {
 
 impl ServedLm {
     pub fn new(weights: &LlamaWeights, format: NumericFormat) -> Result<ServedLm> {
+        Self::with_tables(weights, format, Tables::new(weights))
+    }
+
+    /// `weights` at `format`, its embeddings and output projection `tables` (shared by the
+    /// model's formats).
+    pub fn with_tables(
+        weights: &LlamaWeights,
+        format: NumericFormat,
+        tables: Arc<Tables>,
+    ) -> Result<ServedLm> {
         let scheme = scheme::for_format(format).ok_or_else(|| CollectError::Unsupported {
             platform: format.to_string(),
             model: "llama".into(),
@@ -91,11 +135,8 @@ impl ServedLm {
         // here from their bf16 values.
         let stored = weights.quantized.is_some();
         let linear = |w: &[f32], rows: usize, cols: usize| -> Result<Linear> {
-            let weight_t = Tensor::from_vec(w.to_vec(), (rows, cols), &Device::Cpu)?
-                .t()?
-                .contiguous()?;
             Ok(Linear {
-                weight_t,
+                weight: CompactMatrix::new(w.to_vec(), cols),
                 cols,
                 rows,
             })
@@ -123,19 +164,10 @@ impl ServedLm {
                 down: linear(down.1, down.2, down.3)?,
             });
         }
-        let embed = bf16s(&weights.embed);
-        let head = weights
-            .lm_head
-            .as_deref()
-            .map_or_else(|| embed.clone(), bf16s);
-        let lm_head_t = Tensor::from_vec(head, (c.vocab, c.hidden), &Device::Cpu)?
-            .t()?
-            .contiguous()?;
         Ok(ServedLm {
             config: c.clone(),
             scheme,
-            embed,
-            lm_head_t,
+            tables,
             layers,
             final_norm: bf16s(&weights.final_norm),
         })
@@ -151,7 +183,10 @@ impl ServedLm {
         let mut a = x.to_vec();
         self.scheme.activations(&mut a, layer.cols);
         let a = Tensor::from_vec(a, (tokens, layer.cols), &Device::Cpu)?;
-        let y = a.matmul(&layer.weight_t)?.flatten_all()?.to_vec1::<f32>()?;
+        let y = a
+            .matmul(&layer.transposed()?)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
         debug_assert_eq!(y.len(), tokens * layer.rows);
         Ok(bf16s(&y))
     }
@@ -288,7 +323,7 @@ impl ServedLm {
                     reason: format!("token {t} is outside the vocabulary of {}", c.vocab),
                 });
             }
-            h.extend_from_slice(&self.embed[t * c.hidden..(t + 1) * c.hidden]);
+            h.extend(self.tables.embed.row(t, c.hidden));
         }
         let rotary = self.rotary_table(n);
         // `h` is the last block's output, `residual` the running sum stored in bf16.
@@ -323,6 +358,10 @@ impl ServedLm {
         // Each row separately through the head, as the last row alone always was (a GEMM's
         // blocking may depend on its row count: one row keeps the generated answers' bits).
         let from = from.clamp(1, n);
+        let head = self.tables.lm_head.as_ref().unwrap_or(&self.tables.embed);
+        let lm_head_t = Tensor::from_vec(head.values(), (c.vocab, c.hidden), &Device::Cpu)?
+            .t()?
+            .contiguous()?;
         let mut out = Vec::with_capacity(n + 1 - from);
         for k in from..=n {
             let at = (k - 1) * c.hidden..k * c.hidden;
@@ -334,7 +373,7 @@ impl ServedLm {
                 None => self.rms_norm(&h[at], &self.final_norm),
             };
             let x = Tensor::from_vec(last, (1, c.hidden), &Device::Cpu)?;
-            let logits = x.matmul(&self.lm_head_t)?.flatten_all()?.to_vec1::<f32>()?;
+            let logits = x.matmul(&lm_head_t)?.flatten_all()?.to_vec1::<f32>()?;
             out.push(bf16s(&logits));
         }
         Ok(out)

@@ -1,0 +1,118 @@
+//! A GGUF matrix kept at its own type between passes. candle widens F16 and BF16 matrices to
+//! f32 when it loads them for a matmul, twice their size; an engine holding every format of a
+//! model at once would hold each float format as f32, and every format's embedding table as f32
+//! (Gemma's 262,144 × 640 table is 671 MB a format). Here a float matrix stays as stored and is
+//! widened for one pass only, and the tokens' rows of an embedding table are read from it as
+//! stored: the same f32 values candle computes with, at the format's own size.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
+use candle_core::{Device, Module, Tensor};
+
+use crate::error::Result;
+
+/// A matrix for `x · Wᵀ`.
+pub enum KeptMatrix {
+    /// Quantised (candle multiplies it as stored) or f32 (its own size already).
+    Resident(QMatMul),
+    /// F16 or BF16, widened to f32 for each pass.
+    Float(Arc<QTensor>),
+}
+
+impl KeptMatrix {
+    pub fn new(t: Arc<QTensor>) -> Result<KeptMatrix> {
+        Ok(match t.dtype() {
+            GgmlDType::F16 | GgmlDType::BF16 => KeptMatrix::Float(t),
+            _ => KeptMatrix::Resident(QMatMul::from_arc(t)?),
+        })
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            KeptMatrix::Resident(m) => m.forward(x)?,
+            KeptMatrix::Float(t) => QMatMul::from_arc(t.clone())?.forward(x)?,
+        })
+    }
+}
+
+/// An embedding table (`[vocab, hidden]`) of any GGUF type, whose rows are dequantised when
+/// looked up.
+pub struct KeptTable {
+    table: Arc<QTensor>,
+    cols: usize,
+    row_bytes: usize,
+}
+
+impl KeptTable {
+    pub fn new(table: Arc<QTensor>) -> Result<KeptTable> {
+        let (_, cols) = table.shape().dims2()?;
+        let dtype = table.dtype();
+        Ok(KeptTable {
+            row_bytes: cols / dtype.block_size() * dtype.type_size(),
+            cols,
+            table,
+        })
+    }
+
+    /// The rows of `ids`, in f32 (`[ids, hidden]`).
+    pub fn rows(&self, ids: &[u32]) -> Result<Tensor> {
+        let data = self.table.data()?;
+        let vocab = data.len() / self.row_bytes.max(1);
+        let rows = ids
+            .iter()
+            .map(|&id| {
+                let id = id as usize;
+                if id >= vocab {
+                    return Err(candle_core::Error::Msg(format!(
+                        "token {id} is outside the vocabulary of {vocab}"
+                    ))
+                    .into());
+                }
+                let bytes = &data[id * self.row_bytes..(id + 1) * self.row_bytes];
+                let storage =
+                    QStorage::from_data(Cow::Borrowed(bytes), &Device::Cpu, self.table.dtype())?;
+                Ok(QTensor::new(storage, (1, self.cols))?.dequantize(&Device::Cpu)?)
+            })
+            .collect::<Result<Vec<Tensor>>>()?;
+        Ok(Tensor::cat(&rows, 0)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows looked up one by one are the rows of the whole table dequantised, at each type.
+    #[test]
+    fn rows_are_the_tables_rows() {
+        let values: Vec<f32> = (0..8 * 256)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
+            .collect();
+        let source = Tensor::from_vec(values, (8, 256), &Device::Cpu).unwrap();
+        for dtype in [
+            GgmlDType::F32,
+            GgmlDType::F16,
+            GgmlDType::Q8_0,
+            GgmlDType::Q4K,
+        ] {
+            let q = Arc::new(QTensor::quantize(&source, dtype).unwrap());
+            let whole = q.dequantize(&Device::Cpu).unwrap();
+            let table = KeptTable::new(q).unwrap();
+            let rows = table.rows(&[5, 0, 5]).unwrap();
+            let want = whole
+                .index_select(&Tensor::new(&[5u32, 0, 5], &Device::Cpu).unwrap(), 0)
+                .unwrap();
+            assert_eq!(
+                rows.to_vec2::<f32>().unwrap(),
+                want.to_vec2::<f32>().unwrap(),
+                "{dtype:?}"
+            );
+            assert!(
+                table.rows(&[8]).is_err(),
+                "{dtype:?}: a token past the vocabulary"
+            );
+        }
+    }
+}

@@ -12,12 +12,13 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use hspi_collect::teacher_forced::ForcedReferences;
+use hspi_collect::teacher_forced::{ForcedReferences, Residency};
 use hspi_collect::zoo::model_config::ModelConfig;
 use hspi_datasets::{AskedAs, GenerationParams, NumericFormat, Outputs, ProbeInput, Record};
 
 const ANSWERS: usize = 8;
-/// The child's marker argument: the model's name, its weights and the formats follow.
+/// The child's marker argument: the model's name, its weights, the formats and the residency
+/// follow.
 const CHILD: &str = "--memory-child";
 
 /// The answers scored: a prompt and a provider's answer text each (its tokens read again).
@@ -54,22 +55,25 @@ fn answers() -> Vec<(ProbeInput, Record)> {
         .collect()
 }
 
-/// This process's peak resident memory in bytes.
-fn peak_rss() -> u64 {
+/// This process's peak resident memory in bytes (`VmHWM`), or its resident memory now
+/// (`VmRSS`).
+fn rss(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let kb: u64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/self/status");
+        .expect("the field in /proc/self/status");
     kb * 1024
 }
 
 /// In the child: load every format, score the answers, print one JSON line.
-fn child(model: &str, weights: &Path, formats: &str) {
+fn child(model: &str, weights: &Path, formats: &str, residency: Residency) {
     let formats: Vec<NumericFormat> = formats.split(',').map(|f| f.parse().unwrap()).collect();
+    let base = rss("VmRSS:");
     let started = Instant::now();
-    let mut engines = ForcedReferences::open(model, weights, &formats, Vec::new(), None).unwrap();
+    let mut engines =
+        ForcedReferences::open(model, weights, &formats, Vec::new(), None, residency).unwrap();
     let load_s = started.elapsed().as_secs_f64();
     let (mut seconds, mut positions) = (0.0, 0);
     for (input, record) in answers() {
@@ -79,7 +83,8 @@ fn child(model: &str, weights: &Path, formats: &str) {
         positions += cost.positions;
     }
     let json = serde_json::json!({
-        "load_s": load_s, "score_s": seconds, "positions": positions, "peak_bytes": peak_rss(),
+        "load_s": load_s, "score_s": seconds, "positions": positions, "peak_bytes": rss("VmHWM:"),
+        "base_bytes": base,
     });
     println!("{json}");
 }
@@ -94,17 +99,16 @@ fn formats_of(served: bool) -> Vec<NumericFormat> {
         .collect()
 }
 
-/// The model's parameters: its embeddings (tied to the output head, as every model here has
-/// them) and each layer's matrices.
-fn parameters(c: &ModelConfig) -> usize {
-    let attention = c.hidden * c.head_dim * (2 * c.heads + 2 * c.kv_heads);
-    c.vocab * c.hidden + c.layers * (attention + 3 * c.hidden * c.intermediate)
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == CHILD) {
-        return child(&args[at + 1], Path::new(&args[at + 2]), &args[at + 3]);
+        let residency = args[at + 4].parse().unwrap();
+        return child(
+            &args[at + 1],
+            Path::new(&args[at + 2]),
+            &args[at + 3],
+            residency,
+        );
     }
     let cache = common::llama::cache();
     // The tiny llama has Llama 3's rotary scaling, which the served path refuses.
@@ -124,44 +128,57 @@ fn main() {
         hspi_collect::zoo::gemma3_270m::weights_path(None).expect("hspi fetch gemma3-270m"),
         false,
     ));
-    println!("\n| model | parameters | formats | largest format (f32) | peak | peak / largest | load | references per token |\n| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("\n| model | parameters | formats | largest format (f32) | engines | peak (the process before loading) | engines' peak / largest | load | references per token |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let mut rows = Vec::new();
     for (name, weights, served) in models {
-        let params = parameters(&ModelConfig::of_weights(&weights).unwrap());
+        let params = ModelConfig::of_weights(&weights).unwrap().parameters();
         let formats = formats_of(served);
         let list = formats
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([CHILD, "bench", weights.to_str().unwrap(), &list])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let line = String::from_utf8_lossy(&out.stdout);
-        let r: serde_json::Value = serde_json::from_str(line.lines().last().unwrap()).unwrap();
-        let largest = params as f64 * 4.0;
-        let peak = r["peak_bytes"].as_f64().unwrap();
-        let per_token = 1e3 * r["score_s"].as_f64().unwrap() / r["positions"].as_f64().unwrap();
-        println!(
-            "| {name} | {:.1} M | {} | {:.0} MB | {:.0} MB | {:.2} | {:.1} s | {per_token:.0} ms |",
-            params as f64 / 1e6,
-            formats.len(),
-            largest / 1e6,
-            peak / 1e6,
-            peak / largest,
-            r["load_s"].as_f64().unwrap(),
-        );
-        rows.push(serde_json::json!({
-            "model": name, "parameters": params, "formats": list,
-            "largest_format_bytes": largest, "peak_bytes": peak,
-            "load_s": r["load_s"], "references_ms_per_token": per_token,
-        }));
+        for residency in [Residency::Resident, Residency::PerAnswer] {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    CHILD,
+                    "bench",
+                    weights.to_str().unwrap(),
+                    &list,
+                    residency.name(),
+                ])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let line = String::from_utf8_lossy(&out.stdout);
+            let r: serde_json::Value = serde_json::from_str(line.lines().last().unwrap()).unwrap();
+            let largest = params as f64 * 4.0;
+            let (peak, base) = (
+                r["peak_bytes"].as_f64().unwrap(),
+                r["base_bytes"].as_f64().unwrap(),
+            );
+            let per_token = 1e3 * r["score_s"].as_f64().unwrap() / r["positions"].as_f64().unwrap();
+            println!(
+                "| {name} | {:.1} M | {} | {:.0} MB | {residency} | {:.0} MB ({:.0} MB) | {:.2} | {:.1} s | {per_token:.0} ms |",
+                params as f64 / 1e6,
+                formats.len(),
+                largest / 1e6,
+                peak / 1e6,
+                base / 1e6,
+                (peak - base) / largest,
+                r["load_s"].as_f64().unwrap(),
+            );
+            rows.push(serde_json::json!({
+                "model": name, "parameters": params, "formats": list,
+                "residency": residency.name(),
+                "largest_format_bytes": largest, "peak_bytes": peak, "base_bytes": base,
+                "load_s": r["load_s"], "references_ms_per_token": per_token,
+            }));
+        }
     }
     println!("\n{}", serde_json::to_string_pretty(&rows).unwrap());
 }

@@ -45,21 +45,35 @@ fn sampling(upstream: &str) -> Router {
 
 /// `hspi audit --weights` of `base` with fresh prompts: exit code, JSON report, stderr.
 fn fresh_audit(base: &str, out: &Path, seed: &str) -> (i32, serde_json::Value, String) {
+    fresh_audit_with(base, out, seed, &[])
+}
+
+/// The same with `more` flags.
+fn fresh_audit_with(
+    base: &str,
+    out: &Path,
+    seed: &str,
+    more: &[&str],
+) -> (i32, serde_json::Value, String) {
     let w = llama::smollm2_gguf();
-    common::pack_audit(
-        &common::shipped_pack(),
-        base,
-        F16,
-        out,
-        &[
-            "--weights",
-            w.to_str().unwrap(),
-            "--fresh-formats",
-            FORMATS,
-            "--draw-seed",
-            seed,
-        ],
-    )
+    let mut flags = vec![
+        "--weights",
+        w.to_str().unwrap(),
+        "--fresh-formats",
+        FORMATS,
+        "--draw-seed",
+        seed,
+    ];
+    flags.extend(more);
+    common::pack_audit(&common::shipped_pack(), base, F16, out, &flags)
+}
+
+/// The reference records an audit wrote, in order.
+fn references_in(out: &Path) -> Vec<hspi_datasets::Record> {
+    hspi_datasets::Dataset::open(out.join("references"))
+        .unwrap()
+        .records()
+        .unwrap()
 }
 
 #[test]
@@ -120,6 +134,25 @@ fn fresh_prompts_catch_what_the_public_pool_cannot_and_sampled_answers_are_weigh
     assert!(
         tmp.path().join("fresh/references/manifest.json").exists(),
         "the references are kept with the answers"
+    );
+    // The same audit with each format made per answer from its kept file (about two formats in
+    // memory at once): the same answers get the very same references and verdict.
+    let (code, _, err) = fresh_audit_with(
+        &aware.url,
+        &tmp.path().join("fresh-per-answer"),
+        "7",
+        &["--fresh-memory", "per-answer"],
+    );
+    assert_eq!(code, 1, "made per answer: {err}");
+    let (held, made) = (
+        references_in(&tmp.path().join("fresh")),
+        references_in(&tmp.path().join("fresh-per-answer")),
+    );
+    assert!(!held.is_empty());
+    assert_eq!(
+        serde_json::to_value(made.iter().map(|r| &r.outputs).collect::<Vec<_>>()).unwrap(),
+        serde_json::to_value(held.iter().map(|r| &r.outputs).collect::<Vec<_>>()).unwrap(),
+        "references made per answer are the held engines' bit for bit"
     );
     let (answers, refs) = answers_with_references(&aware.url, 11, &tmp.path().join("aware"));
     let tally = replayed(&answers, &refs, F16, 64);

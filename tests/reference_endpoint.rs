@@ -101,8 +101,15 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
     hspi_probe::write_probe_set(&file, &probes).unwrap();
     let answers = common::chat_answers(&vllm.url, &file, &tmp.path().join("vllm"));
     // hspi reads the answers' tokens as for any reference engine, none of its own formats.
-    let mut forced =
-        ForcedReferences::open("smollm2", &llama::smollm2_gguf(), &[], vec![engine], None).unwrap();
+    let mut forced = ForcedReferences::open(
+        "smollm2",
+        &llama::smollm2_gguf(),
+        &[],
+        vec![engine],
+        None,
+        hspi_collect::residency::Residency::Auto,
+    )
+    .unwrap();
     let mut deltas = Vec::new();
     for r in hspi_datasets::Dataset::open(&answers)
         .unwrap()

@@ -39,6 +39,8 @@ pub struct FreshPrompts<'a> {
     /// `URL=PLATFORM`, and the environment variable holding their key.
     pub endpoints: Vec<String>,
     pub endpoint_key_env: Option<String>,
+    /// Whether the formats' engines are held between answers or made per answer.
+    pub residency: hspi_collect::residency::Residency,
 }
 
 pub struct PackAudit<'a> {
@@ -224,6 +226,7 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
                 weights: fresh.weights.to_path_buf(),
                 formats,
                 servers,
+                residency: fresh.residency,
             };
             let forced = ForcedSession::open(
                 engines,

@@ -120,6 +120,7 @@ pub fn run(t: &Path) -> serde_json::Value {
         &formats,
         Vec::new(),
         None,
+        hspi_collect::residency::Residency::Resident,
     )
     .unwrap();
     let load_s = started.elapsed().as_secs_f64();

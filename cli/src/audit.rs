@@ -66,6 +66,18 @@ pub struct Args {
         help_heading = "Pack and prompts"
     )]
     pub reference_key_env: Option<String>,
+    /// With --weights: hold every format's engine between answers (`resident`: quickest, memory
+    /// the sum of the formats), or make each per answer from files kept on disk (`per-answer`:
+    /// memory about twice the largest format, each answer pays the reloads); `auto` holds them
+    /// where they fit half the memory available.
+    #[arg(
+        long,
+        value_name = "auto|resident|per-answer",
+        default_value = "auto",
+        requires = "weights",
+        help_heading = "Pack and prompts"
+    )]
+    pub fresh_memory: hspi_collect::residency::Residency,
 }
 
 /// A format a fresh audit computes here, or `none`.

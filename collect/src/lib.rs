@@ -11,6 +11,7 @@ pub mod http;
 pub mod listing;
 pub mod llama;
 mod reference_engine;
+pub mod residency;
 pub mod rounding;
 pub mod scheme;
 pub mod serve;

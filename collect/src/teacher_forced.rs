@@ -15,9 +15,12 @@ use crate::backend::candle_cpu::{GgufAllPositions, ServedLm, ServedTables};
 use crate::error::{CollectError, Result};
 pub use crate::forced_server::ServerReference;
 pub use crate::reference_engine::ReferenceEngine;
+pub use crate::residency::Residency;
 use crate::serve::log_softmax;
 use crate::zoo::chat_template::Message;
 use crate::zoo::codec::Codec;
+use crate::zoo::llama_weights::LlamaWeights;
+use crate::zoo::model_config::ModelConfig;
 
 /// One format's engine, able to score every position of a given token sequence.
 enum ForcedLm {
@@ -42,7 +45,7 @@ impl ForcedLm {
     ) -> Result<Vec<TokenStep>> {
         let tokens = &context[..context.len() - 1];
         let rows = match self {
-            ForcedLm::Gguf(lm) => lm.logits_from(tokens, prompt_len)?,
+            ForcedLm::Gguf(lm) => lm.logits_whole(tokens, prompt_len)?,
             ForcedLm::Served(lm) => lm.logits_from(tokens, prompt_len)?,
             ForcedLm::Server(server) => return server.steps(context, prompt_len, top),
         };
@@ -60,7 +63,67 @@ fn kept_path(sha256: &str, platform: &Platform) -> std::path::PathBuf {
     crate::zoo::cache_dir()
         .join("forced")
         .join(sha256.get(..16).unwrap_or(sha256))
-        .join(format!("{}.gguf", platform.slug()))
+        .join(kept_name(platform))
+}
+
+/// A kept file's name: a GGUF file for llama.cpp's formats, the served path's own otherwise.
+fn kept_name(platform: &Platform) -> String {
+    let kind = match crate::scheme::for_format(platform.format) {
+        Some(_) => "served",
+        None => "gguf",
+    };
+    format!("{}.{kind}", platform.slug())
+}
+
+/// How one format's engine is made: from the weights, through the file its first load keeps.
+struct Maker {
+    format: NumericFormat,
+    weights: std::path::PathBuf,
+    kept: Option<std::path::PathBuf>,
+    /// The served path's model and its shared tables, for the market's formats.
+    served: Option<(ModelConfig, std::sync::Arc<ServedTables>)>,
+}
+
+impl Maker {
+    /// The engine, read from its kept file where that holds it, else computed (from `source`,
+    /// the weights loaded already, where given) and kept.
+    fn make(&self, source: Option<&LlamaWeights>) -> Result<ForcedLm> {
+        let Some((config, tables)) = &self.served else {
+            return Ok(ForcedLm::Gguf(GgufAllPositions::load(
+                &self.weights,
+                self.format,
+                self.kept.as_deref(),
+            )?));
+        };
+        if let Some(lm) = self
+            .kept
+            .as_deref()
+            .and_then(|k| ServedLm::read_kept(k, config, self.format, tables.clone()))
+        {
+            return Ok(ForcedLm::Served(Box::new(lm)));
+        }
+        let loaded;
+        let source = match source {
+            Some(w) => w,
+            None => {
+                loaded = crate::zoo::llama_weights::load(&self.weights)?;
+                &loaded
+            }
+        };
+        let lm = ServedLm::with_tables(source, self.format, tables.clone())?;
+        if let Some(k) = &self.kept {
+            // A cache that cannot be written costs the next load its time, nothing else.
+            let _ = lm.write_kept(k);
+        }
+        Ok(ForcedLm::Served(Box::new(lm)))
+    }
+}
+
+/// A format's engine between answers.
+enum Slot {
+    Held(ForcedLm),
+    /// Made for each answer and dropped after it.
+    PerAnswer(Maker),
 }
 
 /// How an answer's references were computed: per platform, the seconds it took.
@@ -78,13 +141,17 @@ pub struct ForcedEngines {
     pub weights: std::path::PathBuf,
     pub formats: Vec<NumericFormat>,
     pub servers: Vec<ReferenceEngine>,
+    pub residency: Residency,
 }
 
 /// hspi's own engines for a model's weights, one per format, scoring answers on their tokens.
 pub struct ForcedReferences {
     codec: Codec,
     model_id: String,
-    lms: Vec<(Platform, ForcedLm)>,
+    lms: Vec<(Platform, Slot)>,
+    residency: Residency,
+    /// Where formats made per answer are kept when the weights' digest is not given.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl ForcedReferences {
@@ -179,54 +246,120 @@ impl ForcedReferences {
     /// language model whose weights are at `weights` (a GGUF file or a checkpoint directory).
     /// `sha256`, the weights' digest where the caller checked it, keys the requantised formats
     /// kept under the cache directory (`$HSPI_CACHE/forced/`), so a later audit of the same
-    /// weights loads them without requantising; None requantises in memory only. `servers` are
-    /// llama-servers the user names as reference engines of their own platforms, after the
-    /// formats.
+    /// weights loads them without requantising; None keeps them for this engine's life only.
+    /// `residency` holds every format loaded, or makes each per answer from its kept file
+    /// (`Residency::Auto`: the first where they fit half the available memory). `servers` are
+    /// engines the user names as references of their own platforms, after the formats.
     pub fn open(
         model: &str,
         weights: &Path,
         formats: &[NumericFormat],
         servers: Vec<ReferenceEngine>,
         sha256: Option<&str>,
+        residency: Residency,
     ) -> Result<ForcedReferences> {
         let (path, wanted) = Self::formats(model, weights, formats)?;
-        let path = &path;
         let model_id = model.to_string();
-        let served_weights = if wanted
+        let parameters = ModelConfig::of_weights(&path)?.parameters() as f64;
+        let estimate: f64 = wanted
             .iter()
-            .any(|p| crate::scheme::for_format(p.format).is_some())
-        {
-            Some(crate::zoo::llama_weights::load(path)?)
-        } else {
-            None
+            .map(|p| crate::backend::candle_cpu::held_bytes_per_weight(p.format) * parameters)
+            .sum();
+        let residency = residency.decide(estimate as u64, crate::residency::available_memory());
+        let per_answer = residency == Residency::PerAnswer;
+        let scratch = match (per_answer, sha256) {
+            (true, None) => {
+                Some(tempfile::tempdir().map_err(CollectError::io(&std::env::temp_dir()))?)
+            }
+            _ => None,
         };
-        // The market formats share the unquantised embeddings and output projection.
-        let tables = served_weights.as_ref().map(ServedTables::new);
-        // Each format loads on its own (quantising a model is seconds of one core's work).
-        let loaded: Vec<Result<ForcedLm>> = on_workers(wanted.len(), |i| {
-            let format = wanted[i].format;
-            Ok(match (&served_weights, &tables) {
-                (Some(w), Some(tables)) if crate::scheme::for_format(format).is_some() => {
-                    ForcedLm::Served(Box::new(ServedLm::with_tables(w, format, tables.clone())?))
-                }
-                _ => {
-                    let kept = sha256.map(|sha| kept_path(sha, &wanted[i]));
-                    ForcedLm::Gguf(GgufAllPositions::load(path, format, kept.as_deref())?)
+        let is_served = |f: NumericFormat| crate::scheme::for_format(f).is_some();
+        // The market formats' source weights (f32), with their shared unquantised tables.
+        let source = match wanted.iter().any(|p| is_served(p.format)) {
+            true => Some(crate::zoo::llama_weights::load(&path)?),
+            false => None,
+        };
+        let tables = source.as_ref().map(ServedTables::new);
+        let makers: Vec<Maker> = wanted
+            .iter()
+            .map(|p| {
+                let float = crate::backend::candle_cpu::dtype(p.format).is_some();
+                // Float formats are kept only to be made per answer: holding them, the
+                // conversion costs about what reading them back would.
+                let kept = match (sha256, &scratch) {
+                    _ if float && !per_answer && !is_served(p.format) => None,
+                    (Some(sha), _) => Some(kept_path(sha, p)),
+                    (None, Some(dir)) => Some(dir.path().join(kept_name(p))),
+                    (None, None) => None,
+                };
+                Maker {
+                    format: p.format,
+                    weights: path.clone(),
+                    kept,
+                    served: match (&source, &tables) {
+                        (Some(w), Some(t)) if is_served(p.format) => {
+                            Some((w.config.clone(), t.clone()))
+                        }
+                        _ => None,
+                    },
                 }
             })
-        });
+            .collect();
+        // Each format loads on its own (quantising a model is seconds of one core's work): the
+        // market's first, while their source weights are held, then llama.cpp's. Made per
+        // answer, each is dropped once its kept file is written, and they are made one at a
+        // time (requantising holds a matrix's source in f32 beside the format).
+        let workers = match per_answer {
+            true => 1,
+            false => usize::MAX,
+        };
+        let load = |indices: Vec<usize>, source: Option<&LlamaWeights>| {
+            on_workers(indices.len(), workers, |j| {
+                let lm = makers[indices[j]].make(source)?;
+                Ok::<Option<ForcedLm>, CollectError>((!per_answer).then_some(lm))
+            })
+            .into_iter()
+            .zip(indices)
+        };
+        let served: Vec<usize> = (0..wanted.len())
+            .filter(|i| is_served(wanted[*i].format))
+            .collect();
+        let mut loaded: Vec<Option<Result<Option<ForcedLm>>>> =
+            (0..wanted.len()).map(|_| None).collect();
+        for (lm, i) in load(served, source.as_ref()) {
+            loaded[i] = Some(lm);
+        }
+        drop(source);
+        let gguf: Vec<usize> = (0..wanted.len()).filter(|i| loaded[*i].is_none()).collect();
+        for (lm, i) in load(gguf, None) {
+            loaded[i] = Some(lm);
+        }
         let mut lms = Vec::with_capacity(wanted.len() + servers.len());
-        for (p, lm) in wanted.into_iter().zip(loaded) {
-            lms.push((p, lm?));
+        for ((p, lm), maker) in wanted.into_iter().zip(loaded).zip(makers) {
+            let slot = match lm.expect("every format loaded")? {
+                Some(lm) => Slot::Held(lm),
+                None => Slot::PerAnswer(maker),
+            };
+            lms.push((p, slot));
         }
         for server in servers {
-            lms.push((server.platform().clone(), ForcedLm::Server(server)));
+            lms.push((
+                server.platform().clone(),
+                Slot::Held(ForcedLm::Server(server)),
+            ));
         }
         Ok(ForcedReferences {
-            codec: Codec::for_weights(path)?,
+            codec: Codec::for_weights(&path)?,
             model_id,
             lms,
+            residency,
+            _scratch: scratch,
         })
+    }
+
+    /// Whether the formats are held between answers or made per answer, as decided.
+    pub fn residency(&self) -> Residency {
+        self.residency
     }
 
     pub fn platforms(&self) -> Vec<Platform> {
@@ -315,12 +448,20 @@ impl ForcedReferences {
         };
         let codec = &self.codec;
         let model_id = &self.model_id;
-        let lms: Vec<std::sync::Mutex<&mut (Platform, ForcedLm)>> =
+        let lms: Vec<std::sync::Mutex<&mut (Platform, Slot)>> =
             self.lms.iter_mut().map(std::sync::Mutex::new).collect();
-        let scored: Vec<Result<(Record, f64)>> = on_workers(lms.len(), |i| {
+        let scored: Vec<Result<(Record, f64)>> = on_workers(lms.len(), usize::MAX, |i| {
             let mut guard = lms[i].lock().expect("one worker per format");
-            let (platform, lm) = &mut **guard;
+            let (platform, slot) = &mut **guard;
             let start = Instant::now();
+            let mut made;
+            let lm = match slot {
+                Slot::Held(lm) => lm,
+                Slot::PerAnswer(maker) => {
+                    made = maker.make(None)?;
+                    &mut made
+                }
+            };
             let steps = lm.steps(codec, context, prompt.len(), top)?;
             let elapsed = start.elapsed();
             let record = Record {
@@ -350,11 +491,12 @@ impl ForcedReferences {
     }
 }
 
-/// `job(0..n)` on one worker thread per core, the results in index order.
-fn on_workers<T: Send>(n: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
+/// `job(0..n)` on one worker thread per core (at most `most`), the results in index order.
+fn on_workers<T: Send>(n: usize, most: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let workers = std::thread::available_parallelism()
         .map_or(1, usize::from)
-        .min(n.max(1));
+        .min(n.max(1))
+        .min(most.max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut results: Vec<(usize, T)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)

@@ -5,7 +5,7 @@
 
 use hspi_collect::backend::candle_cpu::{QuantizedLm, ServedLm};
 use hspi_collect::serve::log_softmax;
-use hspi_collect::teacher_forced::ForcedReferences;
+use hspi_collect::teacher_forced::{ForcedReferences, Residency};
 use hspi_collect::zoo::chat_template::Message;
 use hspi_collect::zoo::codec::Codec;
 use hspi_collect::zoo::smollm2;
@@ -87,8 +87,15 @@ fn teacher_forced_references_rank_a_greedy_answer_first_at_every_position() {
         ),
     ];
     for (format, (answer, generated)) in answers {
-        let mut engines =
-            ForcedReferences::open("smollm2", &path, &[format], Vec::new(), None).unwrap();
+        let mut engines = ForcedReferences::open(
+            "smollm2",
+            &path,
+            &[format],
+            Vec::new(),
+            None,
+            Residency::Resident,
+        )
+        .unwrap();
         let (refs, cost) = engines.score(&input, &answer, 5).unwrap();
         assert_eq!((refs.len(), cost.positions), (1, ANSWER));
         let Outputs::Completion { steps, .. } = &refs[0].outputs else {
@@ -149,4 +156,97 @@ fn requantised_formats_kept_on_disk_give_the_same_logits_bit_for_bit() {
             "{format}: made again"
         );
     }
+}
+
+/// Formats made per answer from the files their first load kept score every answer exactly as
+/// formats held between answers: a market format (the served path's kept layers), a float and
+/// a quantised llama.cpp format, over a raw answer and two chat answers (which share the
+/// template's system turn: a held engine computes each context whole all the same).
+#[test]
+fn formats_made_per_answer_score_as_formats_held() {
+    let path = smollm2::weights_path(None)
+        .expect("SmolLM2's weights are not cached: run .ci/setup (hspi fetch smollm2)");
+    let codec = Codec::from_gguf(&path).unwrap();
+    let formats: Vec<NumericFormat> = ["int8-w8a8", "f16", "q4_0"]
+        .iter()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    let mut q4 = QuantizedLm::load(&path, "q4_0".parse().unwrap()).unwrap();
+    let answers: Vec<(ProbeInput, Record)> = [
+        ("The river came upon", false),
+        ("Tell me about the sea", true),
+        ("Tell me about the sky", true),
+    ]
+    .iter()
+    .map(|(text, chat)| {
+        let input = ProbeInput::Prompt {
+            text: (*text).into(),
+            params: GenerationParams {
+                max_tokens: ANSWER as u32,
+                temperature: 0.0,
+                top_logprobs: 5,
+                seed: None,
+            },
+        };
+        let prompt = match chat {
+            true => codec.chat_ids(&[Message {
+                role: "user".into(),
+                content: (*text).into(),
+            }]),
+            false => codec.text_ids(text),
+        }
+        .unwrap();
+        let (mut answer, _) = greedy(&codec, &prompt, |c| q4.next_token_logits(c).unwrap());
+        answer.asked_as = Some(match chat {
+            true => hspi_datasets::AskedAs::ChatTemplate,
+            false => hspi_datasets::AskedAs::RawPrompt,
+        });
+        (input, answer)
+    })
+    .collect();
+    let scores = |residency: Residency| {
+        let mut engines =
+            ForcedReferences::open("smollm2", &path, &formats, Vec::new(), None, residency)
+                .unwrap();
+        assert_eq!(engines.residency(), residency);
+        answers
+            .iter()
+            .map(|(input, answer)| {
+                let (refs, _) = engines.score(input, answer, 5).unwrap();
+                serde_json::to_string(&refs.iter().map(|r| &r.outputs).collect::<Vec<_>>()).unwrap()
+            })
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(scores(Residency::PerAnswer), scores(Residency::Resident));
+}
+
+/// The served path's kept layers read back as the very model, and a file cut short or of
+/// another format is not read.
+#[test]
+fn served_formats_kept_on_disk_read_back_exactly() {
+    let path = smollm2::weights_path(None)
+        .expect("SmolLM2's weights are not cached: run .ci/setup (hspi fetch smollm2)");
+    let weights = hspi_collect::zoo::llama_weights::load(&path).unwrap();
+    let tables = hspi_collect::backend::candle_cpu::ServedTables::new(&weights);
+    let format: NumericFormat = "fp8-w8a8".parse().unwrap();
+    let lm = ServedLm::with_tables(&weights, format, tables.clone()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join("fp8.served");
+    lm.write_kept(&kept).unwrap();
+    let tokens: Vec<u32> = (0..24).map(|i| 100 + 37 * i).collect();
+    let bits = |lm: &ServedLm| {
+        lm.logits_from(&tokens, 20)
+            .unwrap()
+            .iter()
+            .map(|r| r.iter().map(|v| v.to_bits()).collect::<Vec<u32>>())
+            .collect::<Vec<_>>()
+    };
+    let read = ServedLm::read_kept(&kept, &weights.config, format, tables.clone()).unwrap();
+    assert_eq!(bits(&read), bits(&lm));
+    let other: NumericFormat = "fp8-w8a16".parse().unwrap();
+    assert!(ServedLm::read_kept(&kept, &weights.config, other, tables.clone()).is_none());
+    let len = std::fs::metadata(&kept).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&kept).unwrap();
+    f.set_len(len - 2).unwrap();
+    assert!(ServedLm::read_kept(&kept, &weights.config, format, tables).is_none());
 }

@@ -48,6 +48,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 servers: a.reference_server.clone(),
                 endpoints: a.reference_endpoint.clone(),
                 endpoint_key_env: a.reference_key_env.clone(),
+                residency: a.fresh_memory,
             }),
         };
         audit_with_pack(audit, &printer::lines())?

@@ -69,6 +69,7 @@ pub fn answers_with_engines(
         weights: weights.to_path_buf(),
         formats: formats.to_vec(),
         servers,
+        residency: hspi_collect::residency::Residency::Auto,
     };
     let mut forced = ForcedSession::open(
         engines,

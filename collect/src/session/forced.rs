@@ -79,8 +79,9 @@ impl ForcedSession {
                 weights,
                 formats,
                 servers,
+                residency,
             } = engines;
-            ForcedReferences::open(&id, &weights, &formats, servers, Some(&sha))
+            ForcedReferences::open(&id, &weights, &formats, servers, Some(&sha), residency)
         }));
         let manifest = Manifest {
             schema_version: SCHEMA_VERSION,

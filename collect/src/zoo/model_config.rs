@@ -149,6 +149,14 @@ impl ModelConfig {
         self.head_dim
     }
 
+    /// The weights' count: the embeddings (tied to the output head, as most small models have
+    /// them; an untied head adds as many again) and each layer's matrices.
+    pub fn parameters(&self) -> u64 {
+        let attention = self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads);
+        (self.vocab * self.hidden + self.layers * (attention + 3 * self.hidden * self.intermediate))
+            as u64
+    }
+
     /// The configuration of a model of family `family` (named `arch` in its file) from its
     /// settings, with `vocab` tokens. The one parser of both stores.
     fn read(

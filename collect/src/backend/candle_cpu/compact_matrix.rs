@@ -5,6 +5,8 @@
 //! row has more than 256 distinct ones, kept as each row's distinct values and a byte per weight.
 //! Whatever fits neither stays f32. Every form gives back the very values it was made from.
 
+use std::io::{self, Read, Write};
+
 use half::bf16;
 
 pub enum CompactMatrix {
@@ -105,6 +107,86 @@ impl CompactMatrix {
         }
     }
 
+    /// Written to `w` as [`Self::read`] reads it back (little-endian: a tag, then each array as
+    /// its length and its elements).
+    pub fn write(&self, w: &mut impl Write) -> io::Result<()> {
+        match self {
+            CompactMatrix::Bf16(bits) => {
+                w.write_all(&[0])?;
+                write_array(w, bits, |v| v.to_le_bytes())
+            }
+            CompactMatrix::Coded {
+                book,
+                starts,
+                codes,
+                cols,
+            } => {
+                w.write_all(&[1])?;
+                w.write_all(&(*cols as u64).to_le_bytes())?;
+                write_array(w, book, |v| v.to_le_bytes())?;
+                write_array(w, starts, |v| (*v as u64).to_le_bytes())?;
+                write_array(w, codes, |v| [*v])
+            }
+            CompactMatrix::F32(v) => {
+                w.write_all(&[2])?;
+                write_array(w, v, |v| v.to_le_bytes())
+            }
+        }
+    }
+
+    /// A matrix [`Self::write`] wrote; an error where the bytes are cut short or not one.
+    pub fn read(r: &mut impl Read) -> io::Result<CompactMatrix> {
+        let mut tag = [0u8];
+        r.read_exact(&mut tag)?;
+        Ok(match tag[0] {
+            0 => CompactMatrix::Bf16(read_array(r, u16::from_le_bytes)?),
+            1 => {
+                let cols = read_u64(r)? as usize;
+                let book = read_array(r, f32::from_le_bytes)?;
+                let starts: Vec<usize> =
+                    read_array(r, |b: [u8; 8]| u64::from_le_bytes(b) as usize)?;
+                let codes = read_array(r, |b: [u8; 1]| b[0])?;
+                let rows = codes.len().checked_div(cols).unwrap_or(0);
+                let whole = starts.len() == rows + 1
+                    && codes.len() == rows * cols
+                    && starts.windows(2).all(|s| s[0] <= s[1])
+                    && starts.last() == Some(&book.len())
+                    && codes
+                        .chunks(cols.max(1))
+                        .zip(starts.windows(2))
+                        .all(|(row, s)| row.iter().all(|c| s[0] + (*c as usize) < s[1]));
+                if !whole {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "a coded matrix whose indices fall outside its rows' values",
+                    ));
+                }
+                CompactMatrix::Coded {
+                    book,
+                    starts,
+                    codes,
+                    cols,
+                }
+            }
+            2 => CompactMatrix::F32(read_array(r, f32::from_le_bytes)?),
+            other => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("unknown matrix form {other}"),
+                ))
+            }
+        })
+    }
+
+    /// How many values it holds.
+    pub fn len(&self) -> usize {
+        match self {
+            CompactMatrix::Bf16(bits) => bits.len(),
+            CompactMatrix::Coded { codes, .. } => codes.len(),
+            CompactMatrix::F32(v) => v.len(),
+        }
+    }
+
     /// Bytes held.
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
@@ -119,6 +201,46 @@ impl CompactMatrix {
             CompactMatrix::F32(v) => 4 * v.len(),
         }
     }
+}
+
+pub(super) fn read_u64(r: &mut impl Read) -> io::Result<u64> {
+    let mut b = [0u8; 8];
+    r.read_exact(&mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// `items` as their count, then each one's bytes.
+pub(super) fn write_array<T, const N: usize>(
+    w: &mut impl Write,
+    items: &[T],
+    bytes: impl Fn(&T) -> [u8; N],
+) -> io::Result<()> {
+    w.write_all(&(items.len() as u64).to_le_bytes())?;
+    let mut buf = Vec::with_capacity(items.len() * N);
+    items.iter().for_each(|t| buf.extend_from_slice(&bytes(t)));
+    w.write_all(&buf)
+}
+
+/// What [`write_array`] wrote; a count past the bytes there is an error, not an allocation.
+pub(super) fn read_array<T, const N: usize>(
+    r: &mut impl Read,
+    item: impl Fn([u8; N]) -> T,
+) -> io::Result<Vec<T>> {
+    let count = read_u64(r)? as usize;
+    let mut buf = Vec::new();
+    let read = r
+        .take((count as u64).saturating_mul(N as u64))
+        .read_to_end(&mut buf)?;
+    if read != count * N {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "an array cut short",
+        ));
+    }
+    Ok(buf
+        .chunks_exact(N)
+        .map(|c| item(c.try_into().expect("chunks of N")))
+        .collect())
 }
 
 #[cfg(test)]
@@ -147,6 +269,20 @@ mod tests {
                 "{format}"
             );
             assert_eq!(compact.row(5, cols), w[5 * cols..6 * cols], "{format}");
+            let mut bytes = Vec::new();
+            compact.write(&mut bytes).unwrap();
+            let read = CompactMatrix::read(&mut bytes.as_slice()).unwrap();
+            assert!(
+                read.values()
+                    .iter()
+                    .zip(&w)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{format}: read back"
+            );
+            assert!(
+                CompactMatrix::read(&mut &bytes[..bytes.len() - 1]).is_err(),
+                "{format}: cut short"
+            );
             assert!(
                 compact.bytes() <= 2 * w.len() + (rows + 1) * 8,
                 "{format}: {} bytes",

@@ -134,24 +134,14 @@ fn read_kept(
     Some(out)
 }
 
-/// Write the requantised matrices to `kept`: to a file of its own first, renamed when whole.
+/// Write the requantised matrices to `kept`, whole or not at all.
 fn write_kept(kept: &Path, matrices: &HashMap<String, QTensor>) -> std::io::Result<()> {
-    if let Some(dir) = kept.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let part = kept.with_extension(format!("part-{}", std::process::id()));
     let mut names: Vec<&String> = matrices.keys().collect();
     names.sort();
     let tensors: Vec<(&str, &QTensor)> =
         names.iter().map(|n| (n.as_str(), &matrices[*n])).collect();
-    let write = || -> std::io::Result<()> {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&part)?);
-        gguf_file::write(&mut w, &[], &tensors).map_err(std::io::Error::other)?;
-        std::io::Write::flush(&mut w)?;
-        std::fs::rename(&part, kept)
-    };
-    write().inspect_err(|_| {
-        let _ = std::fs::remove_file(&part);
+    super::kept_weight::write_whole(kept, |w| {
+        gguf_file::write(w, &[], &tensors).map_err(std::io::Error::other)
     })
 }
 
@@ -233,10 +223,6 @@ impl GgufAllPositions {
                 Role::Embeddings,
             )?);
         }
-        // Float formats are not kept: candle turns them back into f32 matrices on load, which
-        // costs as much as requantising them (measured: F32 0.9 s either way, Q8_0 0.4 s kept
-        // against 1.2 s requantised).
-        let kept = kept.filter(|_| !is_float(target));
         let matrices: HashMap<String, QTensor> = if native {
             let mut m = HashMap::new();
             for r in &wanted {
@@ -478,8 +464,35 @@ impl GgufAllPositions {
 
     /// Logits over the whole vocabulary after each prefix `tokens[..k]`, `k` from `from` to the
     /// whole, from one causal pass over `tokens`. A prefix the context shares with the previous
-    /// one (a chat template's system turn) is computed once and its keys and values kept.
+    /// one (generation: every token but the last) is computed apart and its keys and values kept.
     pub fn logits_from(&mut self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>> {
+        let upto = from.min(tokens.len());
+        let shared = tokens[..upto]
+            .iter()
+            .zip(&self.last)
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.last = tokens[..upto].to_vec();
+        self.logits_split(tokens, from, shared)
+    }
+
+    /// As [`Self::logits_from`], the whole context in one pass, as serving engines read a
+    /// prompt: the logits are the context's alone, whatever was computed before. (A prefix
+    /// computed apart moves them: at Q8_0 a logit by up to 1.6 on SmolLM2's chat prompts, as
+    /// one activation's rounding to 8 bits flips.)
+    pub fn logits_whole(&mut self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>> {
+        self.logits_split(tokens, from, 0)
+    }
+
+    /// The context computed in two passes split at `prefix` (the keys and values of
+    /// `tokens[..prefix]` kept for the next context that starts with them), or in one where
+    /// `prefix` is shorter than 8 tokens.
+    fn logits_split(
+        &mut self,
+        tokens: &[u32],
+        from: usize,
+        prefix: usize,
+    ) -> Result<Vec<Vec<f32>>> {
         let n = tokens.len();
         if n == 0 {
             return Err(CollectError::BadRequest(
@@ -487,22 +500,18 @@ impl GgufAllPositions {
             ));
         }
         let from = from.clamp(1, n);
-        let shared = tokens[..from]
-            .iter()
-            .zip(&self.last)
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(from - 1);
-        self.last = tokens[..from].to_vec();
-        let kept = self.prefix.as_ref().map_or(0, |(p, _)| p.len());
-        if shared >= MIN_PREFIX && shared != kept {
-            let (_, cache) = self.pass(&tokens[..shared], 0, &[])?;
-            self.prefix = Some((tokens[..shared].to_vec(), cache));
+        let prefix = prefix.min(from - 1);
+        let split = prefix >= MIN_PREFIX;
+        let kept = self
+            .prefix
+            .as_ref()
+            .is_some_and(|(p, _)| p[..] == tokens[..prefix]);
+        if split && !kept {
+            let (_, cache) = self.pass(&tokens[..prefix], 0, &[])?;
+            self.prefix = Some((tokens[..prefix].to_vec(), cache));
         }
         let (start, cache) = match &self.prefix {
-            Some((p, cache)) if p.len() < from && tokens.starts_with(p) => {
-                (p.len(), cache.as_slice())
-            }
+            Some((p, cache)) if split && p[..] == tokens[..prefix] => (p.len(), cache.as_slice()),
             _ => (0, &[][..]),
         };
         let (x, _) = self.pass(tokens, start, cache)?;

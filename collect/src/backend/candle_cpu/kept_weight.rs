@@ -80,6 +80,28 @@ impl KeptTable {
     }
 }
 
+/// Write a kept file at `path` through `write`: to a file of its own first, renamed when whole,
+/// so a file of that name is complete (a cache that cannot be written costs the next load its
+/// time, nothing else).
+pub fn write_whole(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let part = path.with_extension(format!("part-{}", std::process::id()));
+    let attempt = || -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&part)?);
+        write(&mut w)?;
+        std::io::Write::flush(&mut w)?;
+        std::fs::rename(&part, path)
+    };
+    attempt().inspect_err(|_| {
+        let _ = std::fs::remove_file(&part);
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,23 @@ fn language_model_formats() -> Vec<NumericFormat> {
     formats
 }
 
+/// About how many bytes a weight of `format` takes held by the reference engines: llama.cpp's
+/// types at their block sizes (the K-quant mixes as their files measure), the market's formats
+/// as bf16 bits, or a byte and its row's values (INT8, FP8 W8A8). For sizing, not accounting.
+pub fn held_bytes_per_weight(format: NumericFormat) -> f64 {
+    use hspi_datasets::GgufType;
+    match format {
+        NumericFormat::F32 => 4.0,
+        NumericFormat::Gguf(GgufType::Q8_0) => 1.07,
+        NumericFormat::Gguf(GgufType::Q6K) => 0.83,
+        NumericFormat::Gguf(GgufType::Q5KM | GgufType::Q5_0 | GgufType::Q5_1) => 0.72,
+        NumericFormat::Gguf(GgufType::Q4KM | GgufType::Q4K | GgufType::Q4_1) => 0.63,
+        NumericFormat::Gguf(GgufType::Q4_0) => 0.57,
+        NumericFormat::Int8W8a8 | NumericFormat::Fp8W8a8 => 1.5,
+        _ => 2.0,
+    }
+}
+
 /// candle's dtype for `format`, when candle computes in it directly.
 pub fn dtype(format: NumericFormat) -> Option<DType> {
     match format {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use candle_core::{Device, Tensor};
 use hspi_datasets::NumericFormat;
 
-use super::compact_matrix::CompactMatrix;
+use super::compact_matrix::{read_array, read_u64, write_array, CompactMatrix};
 use crate::error::{CollectError, Result};
 use crate::scheme::{self, round_bf16, LinearScheme};
 use crate::zoo::llama_weights::{LlamaWeights, ModelConfig};
@@ -80,6 +80,10 @@ impl Tables {
         })
     }
 }
+
+/// The first bytes of a kept served-path file, and its last (a file cut short lacks them).
+const KEPT_MAGIC: &[u8] = b"hspi served-lm 1\n";
+const KEPT_END: &[u8] = b"end\n";
 
 fn bf16s(v: &[f32]) -> Vec<f32> {
     v.iter().map(|x| round_bf16(*x)).collect()
@@ -175,6 +179,105 @@ impl ServedLm {
 
     pub fn format(&self) -> NumericFormat {
         self.scheme.format()
+    }
+
+    /// Keep the quantised layers in `path` (whole or not at all), so that a later load reads
+    /// them instead of quantising again (seconds a format).
+    pub fn write_kept(&self, path: &std::path::Path) -> std::io::Result<()> {
+        use std::io::Write;
+        super::kept_weight::write_whole(path, |w| {
+            w.write_all(KEPT_MAGIC)?;
+            let format = self.format().to_string();
+            write_array(w, format.as_bytes(), |b| [*b])?;
+            w.write_all(&(self.layers.len() as u64).to_le_bytes())?;
+            let norm = |w: &mut std::io::BufWriter<std::fs::File>, n: &[f32]| {
+                write_array(w, n, |v| v.to_le_bytes())
+            };
+            for l in &self.layers {
+                norm(w, &l.attn_norm)?;
+                norm(w, &l.ffn_norm)?;
+                for linear in [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down] {
+                    w.write_all(&(linear.rows as u64).to_le_bytes())?;
+                    w.write_all(&(linear.cols as u64).to_le_bytes())?;
+                    linear.weight.write(w)?;
+                }
+            }
+            norm(w, &self.final_norm)?;
+            w.write_all(KEPT_END)
+        })
+    }
+
+    /// The model of `config` at `format` from the layers kept in `path`, with `tables`; None
+    /// where the file is absent, cut short, or holds another format or shape (it is then made
+    /// again).
+    pub fn read_kept(
+        path: &std::path::Path,
+        config: &ModelConfig,
+        format: NumericFormat,
+        tables: Arc<Tables>,
+    ) -> Option<ServedLm> {
+        use std::io::Read;
+        let scheme = scheme::for_format(format)?;
+        let mut r = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+        let mut magic = vec![0u8; KEPT_MAGIC.len()];
+        r.read_exact(&mut magic).ok()?;
+        let written = read_array(&mut r, |b: [u8; 1]| b[0]).ok()?;
+        if magic != KEPT_MAGIC || written != format.to_string().as_bytes() {
+            return None;
+        }
+        if read_u64(&mut r).ok()? as usize != config.layers {
+            return None;
+        }
+        let norm = |r: &mut std::io::BufReader<std::fs::File>| -> Option<Vec<f32>> {
+            let n = read_array(r, f32::from_le_bytes).ok()?;
+            (n.len() == config.hidden).then_some(n)
+        };
+        let linear = |r: &mut std::io::BufReader<std::fs::File>| -> Option<Linear> {
+            let (rows, cols) = (read_u64(r).ok()? as usize, read_u64(r).ok()? as usize);
+            let weight = CompactMatrix::read(r).ok()?;
+            (weight.len() == rows * cols).then_some(Linear { weight, cols, rows })
+        };
+        let mut layers = Vec::with_capacity(config.layers);
+        for _ in 0..config.layers {
+            let (attn_norm, ffn_norm) = (norm(&mut r)?, norm(&mut r)?);
+            layers.push(Layer {
+                attn_norm,
+                ffn_norm,
+                q: linear(&mut r)?,
+                k: linear(&mut r)?,
+                v: linear(&mut r)?,
+                o: linear(&mut r)?,
+                gate: linear(&mut r)?,
+                up: linear(&mut r)?,
+                down: linear(&mut r)?,
+            });
+        }
+        let final_norm = norm(&mut r)?;
+        let mut end = vec![0u8; KEPT_END.len()];
+        r.read_exact(&mut end).ok()?;
+        let shapes_fit = layers.iter().all(|l| {
+            let fits = |m: &Linear, rows: usize, cols: usize| m.rows == rows && m.cols == cols;
+            let (h, i, q, kv) = (
+                config.hidden,
+                config.intermediate,
+                config.heads * config.head_dim(),
+                config.kv_heads * config.head_dim(),
+            );
+            fits(&l.q, q, h)
+                && fits(&l.k, kv, h)
+                && fits(&l.v, kv, h)
+                && fits(&l.o, h, q)
+                && fits(&l.gate, i, h)
+                && fits(&l.up, i, h)
+                && fits(&l.down, h, i)
+        });
+        (end == KEPT_END && shapes_fit).then(|| ServedLm {
+            config: config.clone(),
+            scheme,
+            tables,
+            layers,
+            final_norm,
+        })
     }
 
     /// `x` (`[tokens, in]`) through a linear layer: the scheme's activations, an f32 GEMM, the

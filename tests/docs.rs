@@ -315,3 +315,55 @@ fn every_command_in_the_guide_parses_with_its_values() {
     assert!(checked >= 20, "only {checked} commands parsed");
     eprintln!("{checked} commands parsed");
 }
+
+/// The procurement page's sample report is a real audit's, and the page states what it says:
+/// its verdict, answers and output tokens, and the exit code that verdict has; the report
+/// renders again from its JSON; its answers weigh again to the same verdict with the pack.
+#[test]
+fn the_sample_report_is_what_the_procurement_page_says() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("docs/sample-report");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("audit.json")).unwrap()).unwrap();
+    let page = std::fs::read_to_string(root.join("docs/procurement.md")).unwrap();
+    let verdict = json["summary"]["verdict"].as_str().unwrap();
+    let v = &json["evidence"]["verification"];
+    let (queries, tokens) = (
+        v["queries"].as_u64().unwrap(),
+        v["output_tokens"].as_u64().unwrap(),
+    );
+    assert!(
+        page.contains(&format!("It says **{verdict}**")),
+        "the page's verdict"
+    );
+    assert!(
+        page.contains(&format!("after {queries} answers ({tokens} output tokens")),
+        "the page's figures: {queries} answers, {tokens} tokens"
+    );
+    let code = hspi_classify::verify::Verdict::Mismatch {
+        likely_class: String::new(),
+        likely_platform: String::new(),
+        dimensions: Vec::new(),
+    }
+    .exit_code();
+    assert_eq!(verdict, "mismatch");
+    assert!(page.contains(&format!("The exit code was {code}.")));
+    let out = tempfile::tempdir().unwrap();
+    let md = out.path().join("again.md");
+    ok(&[
+        "report",
+        "--from",
+        dir.join("audit.json").to_str().unwrap(),
+        "--format",
+        "md",
+        "--out",
+        md.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(&md).unwrap(),
+        std::fs::read_to_string(dir.join("audit.md")).unwrap(),
+        "audit.md is the JSON's rendering"
+    );
+    let r = verify_with_shipped_pack(&dir, "*/*/f16/*", &[]);
+    assert_eq!(r.code, i32::from(code), "weighed again: {}", r.stderr);
+}

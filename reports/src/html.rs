@@ -51,8 +51,8 @@ pub fn render(r: &Report) -> String {
             &format!("<code>{}</code>", escape(c)),
         ));
     }
-    if let Some(c) = r.summary.confidence {
-        s.push_str(&row("How sure", &format!("{:.1} %", c * 100.0)));
+    if let Some(target) = r.summary.error_target() {
+        s.push_str(&row("Error target", &escape(&target)));
     }
     s.push_str(&row(
         "What it cost",

@@ -17,10 +17,6 @@ impl Exporter for Markdown {
     }
 }
 
-fn pct(v: f64) -> String {
-    format!("{:.1} %", v * 100.0)
-}
-
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
     s.push_str(&format!("# {}\n\n## Summary\n\n", r.title()));
@@ -33,8 +29,8 @@ pub fn render(r: &Report) -> String {
     if let Some(c) = &r.subject.claim {
         s.push_str(&format!("| claim | `{c}` |\n"));
     }
-    if let Some(c) = r.summary.confidence {
-        s.push_str(&format!("| confidence | {} |\n", pct(c)));
+    if let Some(target) = r.summary.error_target() {
+        s.push_str(&format!("| error target | {target} |\n"));
     }
     s.push_str(&format!(
         "| spent | {} queries, {} requests, {} output tokens, cost {:.6} |\n| next step | {} |\n| date | {} |\n| tool | {} |\n\n",

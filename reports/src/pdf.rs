@@ -31,8 +31,8 @@ pub fn document(r: &Report) -> Doc {
     if let Some(c) = &r.subject.claim {
         facts.push(["Claimed platform".into(), c.clone()]);
     }
-    if let Some(c) = r.summary.confidence {
-        facts.push(["How sure".into(), format!("{:.1} %", c * 100.0)]);
+    if let Some(target) = r.summary.error_target() {
+        facts.push(["Error target".into(), target]);
     }
     facts.push([
         "What it cost".into(),

@@ -48,6 +48,33 @@ pub struct Summary {
     pub next_step: String,
 }
 
+impl Summary {
+    /// The error target a decided verdict was held to, in words for a reader who is not a
+    /// statistician: `confidence` is one minus that target, never the probability that the
+    /// provider did or did not cheat. None for a verdict that decided nothing.
+    pub fn error_target(&self) -> Option<String> {
+        let c = self.confidence?;
+        let target = format!("{:.1} %", (1.0 - c) * 100.0);
+        Some(match self.verdict.as_str() {
+            "mismatch" => format!(
+                "at most {target} of honest providers would be accused by such a test (its false-accusation target; not the probability that this provider cheated)"
+            ),
+            "consistent" => format!(
+                "at most {target} of providers serving a known other platform would pass such a test (its false-acceptance target; platforms hspi holds no reference for are not covered)"
+            ),
+            "tampered" => "no error target: the answers hold values no known engine produces".into(),
+            "evaluated" => format!(
+                "{:.1} % of single test queries named right (measured on held-out answers)",
+                c * 100.0
+            ),
+            _ => format!(
+                "the named class's probability under hspi's model of the known platforms: {:.1} %",
+                c * 100.0
+            ),
+        })
+    }
+}
+
 /// The reference knowledge the finding rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Atlas {

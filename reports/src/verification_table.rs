@@ -102,9 +102,21 @@ pub fn text(r: &VerifyReport) -> String {
     for d in &r.dimensions {
         s.push_str(&format!("\n  {}", d.line()));
     }
+    // The error target a decided verdict was held to: never a probability of cheating.
+    let held = match r.verdict {
+        hspi_classify::verify::Verdict::Consistent => "false-acceptance",
+        hspi_classify::verify::Verdict::Mismatch { .. } => "false-accusation",
+        _ => "",
+    };
+    if !held.is_empty() {
+        s.push_str(&format!(
+            "\nheld to a {:.1} % {held} target",
+            (1.0 - r.confidence) * 100.0
+        ));
+    }
     s.push_str(&format!(
-        "\nconfidence: {:.3}; log-likelihood ratio {:.2} (mismatch at ≥ {:.2}, consistent at ≤ {:.2})\nevidence: {} queries, {} output tokens\n",
-        r.confidence, r.log_likelihood_ratio, r.thresholds.0, r.thresholds.1, r.queries, r.output_tokens
+        "\nlog-likelihood ratio {:.2} (mismatch at ≥ {:.2}, consistent at ≤ {:.2})\nevidence: {} queries, {} output tokens\n",
+        r.log_likelihood_ratio, r.thresholds.0, r.thresholds.1, r.queries, r.output_tokens
     ));
     for e in &r.evidence {
         s.push_str(&format!(

@@ -1,7 +1,8 @@
 //! The API contract checked in every audit against a pack, each its own line with evidence and
 //! none of them touching the verdict: billing (`usage` against the pack's token counts and the
-//! tokens returned), parameters honoured (temperature-0 repeats, top_logprobs, max_tokens), and
-//! transport failures counted apart.
+//! tokens returned), parameters honoured (temperature-0 repeats, top_logprobs, max_tokens),
+//! transport failures counted apart, and, where the provider claims it, determinism (answers
+//! that repeat bit for bit whatever else the server computes at the time).
 
 use std::collections::HashMap;
 
@@ -279,4 +280,93 @@ pub fn parameters(records: &[Record], probes: &ProbeSet, repeat: Option<&Repeat>
     }
     found.extend(detail);
     check("parameters", CheckStatus::Fail, found.join("; "), evidence)
+}
+
+/// How often the provider's claimed determinism is tested: this share of the answered prompts
+/// is asked again (at least two).
+pub const DETERMINISM_SHARE: usize = 2;
+
+/// The answers to ask again for a determinism claim: every second one, at least two.
+pub fn determinism_probes(records: &[Record]) -> Vec<&Record> {
+    let every = records
+        .len()
+        .div_ceil(DETERMINISM_SHARE)
+        .max(2.min(records.len()));
+    let step = (records.len() / every.max(1)).max(1);
+    records.iter().step_by(step).take(every).collect()
+}
+
+/// Determinism, where the provider claims its answers repeat bit for bit (batch-invariant or
+/// deterministic serving): each repeat against its first answer, with the jitter where they
+/// differ (the first token that differs, the largest logprob difference before it).
+pub fn determinism(repeats: &[Repeat]) -> ContractCheck {
+    let mut evidence = Vec::new();
+    let (mut differ, mut unanswered) = (0, 0);
+    for rep in repeats {
+        let id = short_id(&rep.first.probe_id);
+        let again = match &rep.again {
+            Ok(a) => a,
+            Err(why) => {
+                unanswered += 1;
+                evidence.push(format!("probe {id}: the repeat got no answer ({why})"));
+                continue;
+            }
+        };
+        if again.outputs.identity_bytes() == rep.first.outputs.identity_bytes() {
+            continue;
+        }
+        differ += 1;
+        evidence.push(match (steps(&rep.first), steps(again)) {
+            (Some(a), Some(b)) => {
+                let same_tokens = a
+                    .iter()
+                    .zip(b)
+                    .take_while(|(x, y)| x.token == y.token)
+                    .count();
+                let jitter = a
+                    .iter()
+                    .zip(b)
+                    .take(same_tokens)
+                    .filter_map(|(x, y)| {
+                        Some((x.logprob.as_ref()?.value() - y.logprob.as_ref()?.value()).abs())
+                    })
+                    .fold(0f32, f32::max);
+                let text = match same_tokens < a.len().max(b.len()) {
+                    true => format!("the text parts at token {}", same_tokens + 1),
+                    false => "the same text".to_string(),
+                };
+                format!("probe {id}: {text}, logprobs differ by up to {jitter:.2e} before it")
+            }
+            _ => format!("probe {id}: another answer"),
+        });
+    }
+    let n = repeats.len();
+    let answered = n - unanswered;
+    // A repeat the budget or the transport lost is no evidence either way.
+    let lost = match unanswered {
+        0 => String::new(),
+        k => format!("; {k} of {n} repeats got no answer"),
+    };
+    if differ > 0 {
+        return check(
+            "determinism",
+            CheckStatus::Fail,
+            format!("{differ} of {answered} prompts asked again answered otherwise{lost}"),
+            evidence,
+        );
+    }
+    if answered == 0 {
+        return check(
+            "determinism",
+            CheckStatus::Unchecked,
+            format!("no prompt could be asked again{lost}"),
+            evidence,
+        );
+    }
+    check(
+        "determinism",
+        CheckStatus::Pass,
+        format!("{answered} of {answered} prompts asked again answered bit for bit the same{lost}"),
+        evidence,
+    )
 }

@@ -14,7 +14,7 @@ use hspi_pack::{draw, fresh_seed, Pack, PackError, PromptTokens};
 use hspi_reports::contract::PackDraw;
 use hspi_reports::report::Report;
 
-use crate::contract::{billing, parameters, transport, Repeat};
+use crate::contract::{billing, determinism, determinism_probes, parameters, transport, Repeat};
 use crate::endpoint::{audit_report, verify_endpoint_forced, write_audit};
 use crate::error::AuditError;
 use crate::setup::{format_claim, VerifySetup};
@@ -60,6 +60,9 @@ pub struct PackAudit<'a> {
     pub command: &'a str,
     /// Fresh prompts instead of the pool's (`--weights`).
     pub fresh: Option<FreshPrompts<'a>>,
+    /// The provider claims its answers repeat bit for bit (batch-invariant serving): ask some
+    /// prompts again and report the jitter on a line of its own.
+    pub deterministic: bool,
 }
 
 /// The pack at `dir`, else the installed pack for `model`; checked.
@@ -268,6 +271,17 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
             again: session.ask_again(&first.probe_id),
             bitwise: claimed_repeat_bitwise(pack, &setup.claim),
         });
+    let repeats: Vec<Repeat> = match a.deterministic && down.is_none() {
+        true => determinism_probes(&v.records)
+            .into_iter()
+            .map(|first| Repeat {
+                first: first.clone(),
+                again: session.ask_again(&first.probe_id),
+                bitwise: true,
+            })
+            .collect(),
+        false => Vec::new(),
+    };
     v.spent.requests = session.budget.spent().requests;
     if let Some(r) = &repeat {
         sampled_texts_name_no_model(&mut v, r);
@@ -280,7 +294,7 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
         }),
         None => pack.prompt_tokens()?,
     };
-    let contract = vec![
+    let mut contract = vec![
         billing(&v.records, prompt_tokens.as_ref()),
         parameters(&v.records, &probes, repeat.as_ref()),
         transport(
@@ -291,6 +305,9 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
             down.as_deref(),
         ),
     ];
+    if a.deterministic {
+        contract.push(determinism(&repeats));
+    }
     for c in &contract {
         (lines.status)(&format!("{}: {} — {}", c.name, c.status.name(), c.detail));
     }

@@ -108,6 +108,7 @@ impl RoundAuditor for PackRoundAuditor<'_> {
             mode: OpenMode::Force,
             command: &self.command,
             fresh: None,
+            deterministic: false,
         };
         let quiet = Lines {
             data: self.lines.data,

@@ -78,6 +78,11 @@ pub struct Args {
         help_heading = "Pack and prompts"
     )]
     pub fresh_memory: hspi_collect::residency::Residency,
+    /// The provider claims its answers repeat bit for bit (batch-invariant or deterministic
+    /// serving, whatever else the server computes at the time): ask every second answered prompt
+    /// again and report the jitter on a `determinism` line beside the verdict.
+    #[arg(long, help_heading = "Pack and prompts")]
+    pub deterministic: bool,
 }
 
 /// A format a fresh audit computes here, or `none`.

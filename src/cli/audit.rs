@@ -50,6 +50,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 endpoint_key_env: a.reference_key_env.clone(),
                 residency: a.fresh_memory,
             }),
+            deterministic: a.deterministic,
         };
         audit_with_pack(audit, &printer::lines())?
     };

@@ -69,7 +69,9 @@ pub fn answers_with_engines(
         weights: weights.to_path_buf(),
         formats: formats.to_vec(),
         servers,
-        residency: hspi_collect::residency::Residency::Auto,
+        // Held: these models are small, and `auto` on a loaded CI machine would make every
+        // format per answer (the same references, bit for bit, several times slower).
+        residency: hspi_collect::residency::Residency::Resident,
     };
     let mut forced = ForcedSession::open(
         engines,

@@ -286,23 +286,25 @@ pub fn parameters(records: &[Record], probes: &ProbeSet, repeat: Option<&Repeat>
 /// is asked again (at least two).
 pub const DETERMINISM_SHARE: usize = 2;
 
-/// The answers to ask again for a determinism claim: every second one, at least two.
+/// The answers to ask again for a determinism claim: every second one, at least two, less the
+/// first (the parameters check asks that one again already; its repeat is reused).
 pub fn determinism_probes(records: &[Record]) -> Vec<&Record> {
     let every = records
         .len()
         .div_ceil(DETERMINISM_SHARE)
         .max(2.min(records.len()));
     let step = (records.len() / every.max(1)).max(1);
-    records.iter().step_by(step).take(every).collect()
+    records.iter().step_by(step).take(every).skip(1).collect()
 }
 
 /// Determinism, where the provider claims its answers repeat bit for bit (batch-invariant or
 /// deterministic serving): each repeat against its first answer, with the jitter where they
 /// differ (the first token that differs, the largest logprob difference before it).
-pub fn determinism(repeats: &[Repeat]) -> ContractCheck {
+pub fn determinism<'a>(repeats: impl IntoIterator<Item = &'a Repeat>) -> ContractCheck {
     let mut evidence = Vec::new();
-    let (mut differ, mut unanswered) = (0, 0);
+    let (mut differ, mut unanswered, mut n) = (0, 0, 0);
     for rep in repeats {
+        n += 1;
         let id = short_id(&rep.first.probe_id);
         let again = match &rep.again {
             Ok(a) => a,
@@ -340,7 +342,6 @@ pub fn determinism(repeats: &[Repeat]) -> ContractCheck {
             _ => format!("probe {id}: another answer"),
         });
     }
-    let n = repeats.len();
     let answered = n - unanswered;
     // A repeat the budget or the transport lost is no evidence either way.
     let lost = match unanswered {

@@ -306,7 +306,7 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
         ),
     ];
     if a.deterministic {
-        contract.push(determinism(&repeats));
+        contract.push(determinism(repeat.iter().chain(&repeats)));
     }
     for c in &contract {
         (lines.status)(&format!("{}: {} — {}", c.name, c.status.name(), c.detail));

@@ -15,7 +15,7 @@
 mod common;
 
 use common::fresh::{answers_with_references_of, replayed, verdicts};
-use common::{forced_gap, llama, tokenize};
+use common::{assert_stated_live, forced_gap, llama, tokenize};
 use hspi_collect::zoo::codec::Codec;
 use hspi_datasets::NumericFormat;
 
@@ -119,9 +119,11 @@ fn each_familys_substitutes_are_caught_on_fresh_prompts_and_honest_f16_never_acc
                     0,
                     "{arch} honest F16: {tally}"
                 );
-                assert!(
-                    verdicts(&tally, "consistent") >= 190,
-                    "{arch} honest F16: {tally}"
+                // docs/how-hspi-decides.md: consistent 200/200.
+                assert_stated_live(
+                    &format!("{arch} honest F16 consistent: {tally}"),
+                    verdicts(&tally, "consistent"),
+                    200,
                 );
             } else {
                 assert!(

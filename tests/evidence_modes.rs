@@ -26,7 +26,7 @@ const FORMATS: [&str; 4] = ["f32", "f16", "q8_0", "q4_0"];
 struct Tally {
     verdicts: serde_json::Value,
     format: serde_json::Value,
-    max_queries: u64,
+    answers: u64,
     max_tokens: u64,
 }
 
@@ -83,7 +83,7 @@ fn audits(
     Tally {
         verdicts: t["verdicts"].clone(),
         format,
-        max_queries: t["max_queries"].as_u64().unwrap(),
+        answers: t["answers"].as_u64().unwrap(),
         max_tokens: t["max_output_tokens"].as_u64().unwrap(),
     }
 }
@@ -100,66 +100,196 @@ fn trained(dir: &Path) -> PathBuf {
     model
 }
 
-#[test]
-fn text_only_and_rounded_answers_catch_substitutions_and_never_accuse_an_honest_server() {
-    let tmp = tempfile::tempdir().unwrap();
-    let model = trained(tmp.path());
-    let mut table = Vec::new();
-    // Text only: 40 requests of 8 tokens; rounded: 64 output tokens.
-    for (shown, tokens) in [("text-only", "320"), ("rounded:fp16", "64")] {
-        for served in ["q8_0", "q4_0"] {
-            let t = audits(
-                &model,
-                &format!("avx2-{served}"),
-                "f16",
-                shown,
-                "100",
-                tokens,
-            );
-            table.push(format!("{shown}: {served} claimed f16: {}", t.verdicts));
-            assert!(t.format("mismatch") >= 99, "{shown} {served}: {}", t.format);
-            assert!(t.max_queries <= 40, "{shown}: {} requests", t.max_queries);
-        }
-        let t = audits(&model, "avx2-f16", "f16", shown, "200", tokens);
-        table.push(format!("{shown}: f16 honest: {}", t.verdicts));
-        assert_eq!(t.format("mismatch"), 0, "{shown}: honest f16 accused");
-        assert_eq!(t.verdict("mismatch") + t.verdict("tampered"), 0);
-        assert!(t.max_tokens <= tokens.parse().unwrap());
-    }
-    // Rounding to 4 decimals is how an API prints numbers, not tampering.
-    let t = audits(&model, "avx2-f16", "f16", "rounded:4dp", "200", "64");
-    table.push(format!("rounded:4dp: f16 honest: {}", t.verdicts));
-    assert_eq!(
-        t.verdict("tampered") + t.verdict("mismatch"),
-        0,
-        "{:?}",
-        t.verdicts
-    );
-    eprintln!("{}", table.join("\n"));
+/// One cell of docs/auditing.md's table "What an audit can conclude from what the endpoint shows":
+/// the answers of `served`, claimed `claimed`, shown as `shown`, over 200 audits of `budget`
+/// output tokens each; the verdict and format counts the page states, and the most tokens any
+/// audit took.
+struct Cell {
+    shown: &'static str,
+    served: &'static str,
+    claimed: &'static str,
+    budget: &'static str,
+    verdict: (&'static str, u64),
+    format: (&'static str, u64),
+    within_tokens: u64,
 }
 
+const fn cell(
+    (shown, served, claimed, budget): (&'static str, &'static str, &'static str, &'static str),
+    verdict: (&'static str, u64),
+    format: (&'static str, u64),
+    within_tokens: u64,
+) -> Cell {
+    Cell {
+        shown,
+        served,
+        claimed,
+        budget,
+        verdict,
+        format,
+        within_tokens,
+    }
+}
+
+const EXACT: &str = "exact";
+const FP16: &str = "rounded:fp16";
+const DP4: &str = "rounded:4dp";
+const TEXT: &str = "text-only";
+const MISMATCH: (&str, u64) = ("mismatch", 200);
+const CONSISTENT: (&str, u64) = ("consistent", 200);
+const INCONCLUSIVE: (&str, u64) = ("inconclusive", 200);
+const NEVER_ACCUSED: (&str, u64) = ("mismatch", 0);
+
+/// The page's table, row by row: substitutions and the honest server on the references' own build
+/// (64-token budget; text only 320), another build claimed at its own format (320).
+const TABLE: [Cell; 28] = [
+    cell((EXACT, "avx2-q8_0", "f16", "64"), MISMATCH, MISMATCH, 16),
+    cell((EXACT, "avx2-q4_0", "f16", "64"), MISMATCH, MISMATCH, 16),
+    cell((EXACT, "avx2-f16", "f16", "64"), CONSISTENT, CONSISTENT, 16),
+    cell(
+        (EXACT, "avx512-f32", "f32", "320"),
+        NEVER_ACCUSED,
+        CONSISTENT,
+        80,
+    ),
+    cell(
+        (EXACT, "avx512-f16", "f16", "320"),
+        NEVER_ACCUSED,
+        CONSISTENT,
+        40,
+    ),
+    cell(
+        (EXACT, "avx512-q8_0", "q8_0", "320"),
+        NEVER_ACCUSED,
+        CONSISTENT,
+        72,
+    ),
+    cell(
+        (EXACT, "avx512-q4_0", "q4_0", "320"),
+        NEVER_ACCUSED,
+        CONSISTENT,
+        40,
+    ),
+    cell((FP16, "avx2-q8_0", "f16", "64"), MISMATCH, MISMATCH, 16),
+    cell((FP16, "avx2-q4_0", "f16", "64"), MISMATCH, MISMATCH, 16),
+    cell((FP16, "avx2-f16", "f16", "64"), CONSISTENT, CONSISTENT, 16),
+    cell(
+        (FP16, "avx512-f32", "f32", "320"),
+        CONSISTENT,
+        CONSISTENT,
+        96,
+    ),
+    cell(
+        (FP16, "avx512-f16", "f16", "320"),
+        CONSISTENT,
+        CONSISTENT,
+        40,
+    ),
+    cell(
+        (FP16, "avx512-q8_0", "q8_0", "320"),
+        CONSISTENT,
+        CONSISTENT,
+        72,
+    ),
+    cell(
+        (FP16, "avx512-q4_0", "q4_0", "320"),
+        CONSISTENT,
+        CONSISTENT,
+        40,
+    ),
+    cell((DP4, "avx2-q8_0", "f16", "64"), MISMATCH, MISMATCH, 16),
+    cell((DP4, "avx2-q4_0", "f16", "64"), MISMATCH, MISMATCH, 16),
+    cell((DP4, "avx2-f16", "f16", "64"), CONSISTENT, CONSISTENT, 16),
+    cell(
+        (DP4, "avx512-f32", "f32", "320"),
+        CONSISTENT,
+        CONSISTENT,
+        80,
+    ),
+    cell(
+        (DP4, "avx512-f16", "f16", "320"),
+        CONSISTENT,
+        CONSISTENT,
+        40,
+    ),
+    cell(
+        (DP4, "avx512-q8_0", "q8_0", "320"),
+        CONSISTENT,
+        CONSISTENT,
+        72,
+    ),
+    cell(
+        (DP4, "avx512-q4_0", "q4_0", "320"),
+        CONSISTENT,
+        CONSISTENT,
+        40,
+    ),
+    cell((TEXT, "avx2-q8_0", "f16", "320"), MISMATCH, MISMATCH, 108),
+    cell((TEXT, "avx2-q4_0", "f16", "320"), MISMATCH, MISMATCH, 40),
+    cell(
+        (TEXT, "avx2-f16", "f16", "320"),
+        INCONCLUSIVE,
+        INCONCLUSIVE,
+        156,
+    ),
+    cell(
+        (TEXT, "avx512-f32", "f32", "320"),
+        INCONCLUSIVE,
+        INCONCLUSIVE,
+        156,
+    ),
+    cell(
+        (TEXT, "avx512-f16", "f16", "320"),
+        INCONCLUSIVE,
+        INCONCLUSIVE,
+        156,
+    ),
+    cell(
+        (TEXT, "avx512-q8_0", "q8_0", "320"),
+        NEVER_ACCUSED,
+        ("consistent", 81),
+        156,
+    ),
+    cell(
+        (TEXT, "avx512-q4_0", "q4_0", "320"),
+        NEVER_ACCUSED,
+        CONSISTENT,
+        96,
+    ),
+];
+
 #[test]
-fn another_build_shown_as_text_or_rounded_is_never_called_the_wrong_format() {
+fn every_cell_of_the_guides_evidence_mode_table_holds() {
     let tmp = tempfile::tempdir().unwrap();
     let model = trained(tmp.path());
     let mut table = Vec::new();
-    for shown in ["text-only", "rounded:fp16", "rounded:4dp"] {
-        for served in FORMATS {
-            let t = audits(
-                &model,
-                &format!("avx512-{served}"),
-                served,
-                shown,
-                "200",
-                "320",
-            );
-            table.push(format!(
-                "avx512 {served} honest, {shown}: format {}",
-                t.format
-            ));
-            assert_eq!(t.format("mismatch"), 0, "{shown}: honest {served} accused");
-            assert_eq!(t.verdict("mismatch") + t.verdict("tampered"), 0);
+    for c in &TABLE {
+        let t = audits(&model, c.served, c.claimed, c.shown, "200", c.budget);
+        let what = format!("{} claimed {} shown {}", c.served, c.claimed, c.shown);
+        table.push(format!(
+            "{what}: {} format {} ({} answers)",
+            t.verdicts, t.format, t.answers
+        ));
+        let (verdict, stated) = c.verdict;
+        assert_stated(&format!("{what}: {verdict}"), t.verdict(verdict), stated);
+        let (status, stated) = c.format;
+        assert_stated(
+            &format!("{what}: format {status}"),
+            t.format(status),
+            stated,
+        );
+        assert!(
+            t.max_tokens <= c.within_tokens,
+            "{what}: an audit took {} output tokens, the guide says within {}",
+            t.max_tokens,
+            c.within_tokens
+        );
+        // Whatever the cell: an honest server is never accused, rounding is never tampering.
+        if c.served.ends_with(c.claimed) {
+            assert_eq!(t.format("mismatch") + t.verdict("tampered"), 0, "{what}");
         }
+        // "200 audits" reshuffle the grid's 20 unseen answers, as the page says.
+        assert_eq!(t.answers, 20, "{what}");
     }
     eprintln!("{}", table.join("\n"));
 }
@@ -232,11 +362,11 @@ fn eval_as_text_only_measures_what_the_text_alone_identifies() {
     };
     let text = accuracy("text-only");
     eprintln!("eval --as text-only: {text:?} at 1 and 8 queries");
-    // F32 and F16 greedy texts are nearly always the same: one query cannot tell them apart.
+    // docs/auditing.md: 37.5 % at one query, 69 % at eight. F32 and F16 greedy texts are nearly
+    // always the same: one query cannot tell them apart, and text cannot score from logprobs.
     assert!(
-        text[0] < 0.6,
-        "text-only scored from logprobs it cannot see: {text:?}"
+        (0.33..=0.42).contains(&text[0]) && (0.64..=0.74).contains(&text[1]),
+        "the guide states 37.5 % and 69 %: {text:?}"
     );
-    assert!(text[1] > text[0], "more texts tell more: {text:?}");
     assert_eq!(accuracy("rounded:fp16")[0], 1.0);
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{forced_gap, llama, tokenize};
+use common::{assert_stated_live, forced_gap, llama, tokenize};
 use hspi_collect::zoo::codec::Codec;
 use hspi_datasets::NumericFormat;
 
@@ -136,9 +136,11 @@ fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
         0,
         "honest F16: {honest}"
     );
-    assert!(
-        row(&honest, "format", "consistent") >= 190,
-        "honest F16: {honest}"
+    // docs/how-hspi-decides.md: consistent 200/200.
+    assert_stated_live(
+        &format!("honest F16 consistent: {honest}"),
+        row(&honest, "format", "consistent"),
+        200,
     );
     assert_eq!(row(&honest, "model", "mismatch"), 0, "honest F16: {honest}");
     for (name, server) in [("q8_0", &q8), ("q4_k_m", &own)] {

@@ -389,10 +389,13 @@ fn verification(
     eprintln!(
         "verify: F16 claimed, Q8_0/Q4_0 served: caught {caught}/{dishonest} within {tokens_max} output tokens; honest audits: {accused}/{honest} accused, {consistent} consistent"
     );
-    assert!(caught as f64 >= 0.99 * dishonest as f64);
-    assert!(tokens_max <= 64);
-    assert!(honest >= 200);
+    // docs/how-hspi-decides.md: caught 100 of 100 within 16 output tokens; 0 of 200 honest
+    // audits accused, 182 consistent.
+    assert_eq!((dishonest, honest), (100, 200));
+    assert_stated_live("Q8_0/Q4_0 sold as F16 caught", caught as u64, 100);
+    assert!(tokens_max <= 16, "caught within {tokens_max} output tokens");
     assert_eq!(accused, 0, "an honest server was accused");
+    assert_stated_live("honest audits consistent", consistent as u64, 182);
 
     // The CLI over a dataset: exit 1 for a mismatch, naming the likely platform.
     let q8 = strs(unseen[0])
@@ -469,12 +472,12 @@ fn verification(
     let r = audit(
         &format!("{}/v1/chat/completions", server.url),
         &audit_dir,
-        &within_64,
+        &["--max-tokens-total", "128"],
     );
     let _ = load.wait();
-    assert_ne!(
-        r.code, 1,
-        "honest server under load accused: {}{}",
+    assert_eq!(
+        r.code, 0,
+        "honest server under load is consistent: {}{}",
         r.stdout, r.stderr
     );
     assert!(audit_dir.join("audit.json").exists() && audit_dir.join("audit.md").exists());

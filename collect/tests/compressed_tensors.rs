@@ -45,8 +45,23 @@ fn differences(dir: &str, format: NumericFormat) -> (usize, usize) {
     for layer in &mut ours.layers {
         scheme::quantise_layer(layer, scheme.as_ref(), &base.config);
     }
+    // A load that found no layer, or fewer than the base holds, compares nothing: fail it.
+    let (ours, theirs) = (linears(&ours), linears(&published));
+    assert!(
+        !theirs.is_empty() && theirs.len() == linears(&base).len(),
+        "{dir}: {} linear layers read, the base checkpoint has {}",
+        theirs.len(),
+        linears(&base).len()
+    );
+    assert!(
+        theirs
+            .iter()
+            .zip(linears(&base))
+            .any(|((_, p, _), (_, b, _))| *p != b),
+        "{dir}: the published weights are the unquantised ones: its quantisation was not read"
+    );
     let (mut differ, mut total) = (0, 0);
-    for ((name, ours, _), (_, p, _)) in linears(&ours).into_iter().zip(linears(&published)) {
+    for ((name, ours, _), (_, p, _)) in ours.into_iter().zip(theirs) {
         let n = ours.iter().zip(&p).filter(|(a, b)| a != b).count();
         if n > 0 {
             eprintln!("{dir} {name}: {n} of {} differ", p.len());

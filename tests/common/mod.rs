@@ -199,6 +199,30 @@ pub fn records_by_probe(dir: &Path) -> std::collections::BTreeMap<String, serde_
     out
 }
 
+/// A count over 200 audits that the guide states, held within [`STATED_SLACK`] of the stated
+/// figure: a regression crosses it, a CPU whose kernels round one value differently does not.
+pub fn assert_stated(what: &str, measured: u64, stated: u64) {
+    assert!(
+        measured.abs_diff(stated) <= STATED_SLACK,
+        "{what}: {measured}, the guide states {stated} (allowed ±{STATED_SLACK})"
+    );
+}
+
+/// How far a count over 200 audits may fall from the figure the guide states (1 %).
+pub const STATED_SLACK: u64 = 2;
+
+/// A count over 200 audits of answers a test collected live from a server on this machine:
+/// held within [`LIVE_SLACK`] of the stated figure, as another CPU's kernels may move a few.
+pub fn assert_stated_live(what: &str, measured: u64, stated: u64) {
+    assert!(
+        measured.abs_diff(stated) <= LIVE_SLACK,
+        "{what}: {measured}, the guide states {stated} (allowed ±{LIVE_SLACK} for answers collected live)"
+    );
+}
+
+/// How far a count over 200 audits of live answers may fall from the stated figure (5 %).
+pub const LIVE_SLACK: u64 = 10;
+
 /// The format dimension's status in an audit report (`hspi audit --json`).
 pub fn format_verdict(report: &serde_json::Value) -> String {
     report["evidence"]["verification"]["dimensions"]

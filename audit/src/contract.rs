@@ -243,7 +243,10 @@ pub fn parameters(records: &[Record], probes: &ProbeSet, repeat: Option<&Repeat>
         found.push(format!("max_tokens exceeded on {too_long} of {n} answers"));
     }
     let repeated = repeat.map(|rep| match &rep.again {
-        Err(why) => (None, format!("the temperature-0 repeat got no answer ({why})")),
+        Err(why) => (
+            None,
+            format!("the temperature-0 repeat got no answer ({})", no_answer(why)),
+        ),
         Ok(again) => {
             let same = if rep.bitwise {
                 again.outputs.identity_bytes() == rep.first.outputs.identity_bytes()
@@ -310,7 +313,10 @@ pub fn determinism<'a>(repeats: impl IntoIterator<Item = &'a Repeat>) -> Contrac
             Ok(a) => a,
             Err(why) => {
                 unanswered += 1;
-                evidence.push(format!("probe {id}: the repeat got no answer ({why})"));
+                evidence.push(format!(
+                    "probe {id}: the repeat got no answer ({})",
+                    no_answer(why)
+                ));
                 continue;
             }
         };
@@ -370,4 +376,15 @@ pub fn determinism<'a>(repeats: impl IntoIterator<Item = &'a Repeat>) -> Contrac
         format!("{answered} of {answered} prompts asked again answered bit for bit the same{lost}"),
         evidence,
     )
+}
+
+/// Why a repeat got no answer, in a contract line: a spending cap without collect's `--resume`
+/// hint (an audit has none), any other failure as it reads.
+fn no_answer(why: &hspi_collect::CollectError) -> String {
+    match why {
+        hspi_collect::CollectError::Budget { reached, .. } => {
+            format!("spending cap reached: {reached}")
+        }
+        e => e.to_string(),
+    }
 }

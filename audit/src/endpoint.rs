@@ -3,7 +3,7 @@
 
 use hspi_classify::audit::SourceError;
 use hspi_classify::verify::VerifyReport;
-use hspi_classify::{run_audit, AnswerSource, Unanswered};
+use hspi_classify::{run_audit, AnswerSource, SpendingCapReached, Unanswered};
 use hspi_collect::session::{EndpointSession, ForcedSession};
 use hspi_collect::CollectError;
 use hspi_datasets::{short_id, Presentation, ProbeInput, Record};
@@ -42,6 +42,11 @@ impl AnswerSource for Endpoint<'_> {
             Err(e @ (CollectError::Transport { .. } | CollectError::Api { .. })) => {
                 Err(Box::new(Unanswered(e.to_string())))
             }
+            // The cap ends the audit with a verdict on what was paid for; collect's hint
+            // (`--resume`) is not the audit's.
+            Err(CollectError::Budget { reached, .. }) => Err(Box::new(SpendingCapReached(
+                format!("spending cap reached: {reached}"),
+            ))),
             Err(e) => Err(Box::new(e)),
         }
     }

@@ -39,7 +39,7 @@ pub enum AuditError {
     NoSuchAnswers { platform: String, holds: String },
     #[error("training model {train} and test model {test} differ (use --transfer for cross-model tests)")]
     ModelsDiffer { train: String, test: String },
-    #[error("--formats {word}: no engine here computes a {word} format yet\nhint: collect it from an endpoint that serves it (--reference-endpoint URL --label PLATFORM)")]
+    #[error("--formats {word}: no engine here computes a {word} format yet, and no platform can name one (hspi has no {word} format)\nhint: leave {word} out of --formats: a provider serving it is told apart from the formats hspi has, as \"a format no reference covers\"")]
     NoEngineForFamily { word: String },
     #[error("--formats {format}: hspi's engine does not compute {model} at it")]
     FormatNotComputed { format: String, model: String },

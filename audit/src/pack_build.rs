@@ -398,12 +398,12 @@ fn hspi_engine(
     format: NumericFormat,
 ) -> Result<(EndpointOptions, hspi_collect::serve::ServerHandle), AuditError> {
     let model = Model::language_model(&b.model, weights)?;
-    let platform = hspi_collect::backend::candle_cpu::language_model_platforms()
-        .into_iter()
-        .find(|p| p.format == format)
-        .ok_or_else(|| AuditError::FormatNotComputed {
-            format: format.to_string(),
-            model: b.model.clone(),
+    let platform =
+        hspi_collect::backend::candle_cpu::language_model_platform(format).ok_or_else(|| {
+            AuditError::FormatNotComputed {
+                format: format.to_string(),
+                model: b.model.clone(),
+            }
         })?;
     let server = hspi_collect::serve::start(model, &platform, "127.0.0.1:0")?;
     let o = EndpointOptions {

@@ -42,6 +42,19 @@ impl std::fmt::Display for Unanswered {
 
 impl std::error::Error for Unanswered {}
 
+/// The auditor's spending cap would be passed by the next request: the audit stops there, its
+/// verdict standing on the answers before it (never an error that loses them).
+#[derive(Debug)]
+pub struct SpendingCapReached(pub String);
+
+impl std::fmt::Display for SpendingCapReached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpendingCapReached {}
+
 /// Prompts in a row left unanswered after every retry at which an audit stops: the endpoint
 /// went down. One such prompt is a flaky transport, skipped; three in a row (about 20 s of
 /// retries against a refused connection) is an endpoint that stopped answering, and asking
@@ -91,7 +104,7 @@ pub fn run_audit(
     };
     let mut records = Vec::new();
     let mut unanswered = Vec::new();
-    let (mut in_a_row, mut down) = (0, None);
+    let (mut in_a_row, mut down, mut capped) = (0, None, None);
     let mut next = 0;
     while next < order.len() {
         let id = order[next].clone();
@@ -110,6 +123,10 @@ pub fn run_audit(
                     break;
                 }
                 continue;
+            }
+            Err(e) if e.is::<SpendingCapReached>() => {
+                capped = Some(e.to_string());
+                break;
             }
             Err(e) => return Err(ClassifyError::Source(e)),
         };
@@ -131,6 +148,9 @@ pub fn run_audit(
     let mut report = verifier.finish();
     if let Some(why) = down {
         report.went_down(why);
+    }
+    if let Some(why) = capped {
+        report.spending_cap_reached(why);
     }
     Ok(AuditOutcome {
         report,
@@ -248,6 +268,8 @@ mod tests {
         flaky_every: Option<usize>,
         /// Every request after the n-th goes unanswered (the endpoint went down).
         down_after: Option<usize>,
+        /// Requests after the n-th would pass the auditor's spending cap.
+        cap: Option<usize>,
     }
 
     impl Mock {
@@ -267,6 +289,7 @@ mod tests {
                 fail_at: None,
                 flaky_every: None,
                 down_after: None,
+                cap: None,
             }
         }
     }
@@ -282,6 +305,11 @@ mod tests {
             self.asked += 1;
             if self.fail_at == Some(self.asked) {
                 return Err("connection reset".into());
+            }
+            if self.cap.is_some_and(|n| self.asked > n) {
+                return Err(Box::new(SpendingCapReached(
+                    "spending cap reached: 1 requests".into(),
+                )));
             }
             if self
                 .flaky_every
@@ -417,6 +445,21 @@ mod tests {
         flaky.flaky_every = Some(2);
         let o = audit("*/candle/f32/*", &mut flaky, VerifyParams::default()).unwrap();
         assert!(!o.endpoint_down());
+    }
+
+    #[test]
+    fn a_spending_cap_ends_the_audit_with_a_verdict_on_the_answers_before_it() {
+        let mut provider = Mock::serving("bf16");
+        provider.cap = Some(1);
+        let o = audit("*/candle/f32/*", &mut provider, VerifyParams::default()).unwrap();
+        assert_eq!(o.records.len(), 1, "the answer paid for is kept");
+        assert_eq!(provider.asked, 2, "nothing asked past the cap");
+        assert!(o.report.spending_cap.is_some());
+        let Verdict::Inconclusive { reason } = &o.report.verdict else {
+            panic!("{:?}", o.report.verdict)
+        };
+        assert!(reason.starts_with("spending cap reached"), "{reason}");
+        assert_eq!(o.report.exit_code(), 3);
     }
 
     #[test]

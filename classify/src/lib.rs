@@ -18,7 +18,9 @@ pub mod repeated_audits;
 pub mod sources;
 pub mod verify;
 
-pub use audit::{run_audit, AnswerSource, AuditOutcome, RecordSource, Unanswered};
+pub use audit::{
+    run_audit, AnswerSource, AuditOutcome, RecordSource, SpendingCapReached, Unanswered,
+};
 pub use eqc::{group_eqcs, EqcGrouping};
 pub use error::ClassifyError;
 pub use evidence::{EvidenceMode, ExactLogprobs, FullLogits};

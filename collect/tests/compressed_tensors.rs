@@ -94,3 +94,27 @@ fn w4a16_group_64_checkpoints_are_hspis_int4_w4a16_g64() {
         0
     );
 }
+
+/// docs/troubleshooting.md: a published checkpoint asked for at another format is refused with
+/// the reason, and served at its own format (or the unquantised checkpoint at any).
+#[test]
+fn a_checkpoint_is_served_at_its_own_format_only() {
+    use hspi_collect::backend::candle_cpu::ServedLm;
+    let published = llama_weights::load(&fixture("w8a8")).unwrap();
+    let e = ServedLm::new(&published, NumericFormat::Bf16)
+        .err()
+        .expect("a W8A8 checkpoint served at bf16")
+        .to_string();
+    assert!(
+        e.contains(
+            "the checkpoint's layers are stored in int8-w8a8: it is served at int8-w8a8 only"
+        ),
+        "{e}"
+    );
+    // The fixes: its own format, or the unquantised checkpoint.
+    let own = ServedLm::new(&published, NumericFormat::Int8W8a8).unwrap();
+    let logits = own.next_token_logits(&[1, 2, 3]).unwrap();
+    assert!(!logits.is_empty() && logits.iter().all(|v| v.is_finite()));
+    let base = llama_weights::load(&fixture("base")).unwrap();
+    ServedLm::new(&base, NumericFormat::Bf16).unwrap();
+}

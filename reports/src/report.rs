@@ -290,6 +290,12 @@ impl Report {
         draw: Option<crate::contract::PackDraw>,
     ) -> Report {
         if let Some(d) = &draw {
+            if let Evidence::Audit { verification, .. } = &self.evidence {
+                let drawn_out = d.fresh_space.is_none() && verification.queries >= d.drawn;
+                if drawn_out && self.summary.next_step == NEXT_STEP_BUDGET {
+                    self.summary.next_step = next_step_draw_more(d);
+                }
+            }
             self.limitations.push(d.sentence());
             self.limitations.push(if d.fresh_space.is_some() {
                 LIMIT_FRESH.into()
@@ -452,6 +458,19 @@ impl Report {
     }
 }
 
+/// The next step of an audit the budget ended undecided.
+const NEXT_STEP_BUDGET: &str =
+    "Audit again with a larger budget (--max-queries, --max-tokens-total).";
+
+/// The next step of a pool audit that asked every prompt it drew and stayed undecided: only more
+/// prompts help (each asks a fixed number of tokens, so a larger token budget is never reached).
+fn next_step_draw_more(draw: &crate::contract::PackDraw) -> String {
+    format!(
+        "Draw more of the pack's prompts (--draw N, up to its {}): this audit asked all {} it drew, so a larger --max-tokens-total cannot help.",
+        draw.pool, draw.drawn
+    )
+}
+
 fn verify_summary(v: &VerifyReport) -> Summary {
     let claimed = v.claimed.join(", ");
     let (finding, next_step) = match &v.verdict {
@@ -471,10 +490,12 @@ fn verify_summary(v: &VerifyReport) -> Summary {
             format!("The evidence did not suffice for a verdict: {reason}."),
             if v.endpoint_down.is_some() {
                 "Check that the endpoint answers again (its URL, its key, the provider's status page), then audit again; the answers received are kept with this report.".to_string()
+            } else if v.spending_cap.is_some() {
+                "Raise the spending cap (--max-requests, --max-output-tokens, --max-cost) and audit again; the answers paid for are kept in --out (an audit has no --resume).".to_string()
             } else if v.dimensions.iter().any(|d| d.unseen) {
                 "Ask the provider which format or quantisation scheme serves the model, add a reference for it to the pack (hspi pack build --reference-endpoint) and audit again; a larger budget will not decide it.".to_string()
             } else {
-                "Audit again with a larger budget (--max-queries, --max-tokens-total).".to_string()
+                NEXT_STEP_BUDGET.to_string()
             },
         ),
         Verdict::Tampered { reason } => (

@@ -269,13 +269,18 @@ pub struct Run {
     pub stderr: String,
 }
 
-pub fn run(args: &[&str]) -> Run {
-    let out: Output = hspi().args(args).output().expect("run hspi");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+impl From<Output> for Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
     }
+}
+
+pub fn run(args: &[&str]) -> Run {
+    Run::from(hspi().args(args).output().expect("run hspi"))
 }
 
 pub fn ok(args: &[&str]) -> Run {

@@ -188,6 +188,7 @@ impl Verifier<'_> {
             queries: self.evidence.len(),
             output_tokens: self.tokens,
             endpoint_down: None,
+            spending_cap: None,
             evidence: self.evidence,
         }
     }

@@ -106,6 +106,10 @@ pub struct VerifyReport {
     /// in a row unanswered after every retry): the verdict stands on the answers received.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_down: Option<String>,
+    /// Why the audit stopped before the evidence sufficed, where the auditor's own spending cap
+    /// (`--max-requests`, `--max-output-tokens`, `--max-cost`) would have been passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spending_cap: Option<String>,
     /// The verdict on each claimed dimension (reports written before it have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dimensions: Vec<DimensionVerdict>,
@@ -124,6 +128,15 @@ impl VerifyReport {
             *reason = format!("{why}; with those: {reason}");
         }
         self.endpoint_down = Some(why);
+    }
+
+    /// The auditor's spending cap was reached (`why`) before the evidence sufficed: said in the
+    /// verdict where it is inconclusive; the answers before it stand.
+    pub fn spending_cap_reached(&mut self, why: String) {
+        if let Verdict::Inconclusive { reason } = &mut self.verdict {
+            *reason = format!("{why}; with the answers before it: {reason}");
+        }
+        self.spending_cap = Some(why);
     }
 
     /// The exit code of the worst of the overall verdict and the claimed dimensions (an
@@ -177,6 +190,7 @@ mod tests {
             output_tokens: 64,
             presentation: None,
             endpoint_down: None,
+            spending_cap: None,
             dimensions: statuses
                 .iter()
                 .map(|s| DimensionVerdict {

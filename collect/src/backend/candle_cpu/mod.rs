@@ -54,6 +54,19 @@ pub fn language_model_platforms() -> Vec<Platform> {
     language_model_formats().into_iter().map(platform).collect()
 }
 
+/// The platform hspi serves a GGUF language model at in `format`, if its engine computes it:
+/// those [`language_model_platforms`] lists, and INT4 W4A16 at any group (the list names group
+/// 64; whether a group fits the model's widths is the model's to say when it loads).
+pub fn language_model_platform(format: NumericFormat) -> Option<Platform> {
+    computes(&language_model_formats(), format).then(|| platform(format))
+}
+
+/// Whether `format` is one of `formats`, INT4 W4A16 at any group counting as the listed one.
+fn computes(formats: &[NumericFormat], format: NumericFormat) -> bool {
+    let int4 = |f: &NumericFormat| matches!(f, NumericFormat::Int4W4a16 { .. });
+    formats.contains(&format) || (int4(&format) && formats.iter().any(int4))
+}
+
 /// A GGUF language model's formats: llama.cpp's that candle runs, and the market's schemes.
 fn language_model_formats() -> Vec<NumericFormat> {
     let mut formats = llama_file_type::candle_formats();
@@ -148,7 +161,7 @@ impl Backend for CandleCpu {
             ));
         }
         let formats = formats(model.id());
-        if !formats.contains(&platform.format) {
+        if !computes(&formats, platform.format) {
             let list: Vec<String> = formats.iter().map(|f| f.to_string()).collect();
             return Err(unsupported(format!(
                 "formats for this model: {}",

@@ -131,7 +131,9 @@ impl ServedLm {
                 platform: format.to_string(),
                 model: "llama".into(),
                 reason: format!(
-                    "{format} cannot store a layer {cols} wide (its group does not divide it)"
+                    "{format} cannot store a layer {cols} wide (its group does not divide it); \
+                     groups that divide every width of this model: {}",
+                    fitting_groups(&[c.hidden, c.intermediate])
                 ),
             });
         }
@@ -480,5 +482,20 @@ impl ServedLm {
             out.push(bf16s(&logits));
         }
         Ok(out)
+    }
+}
+
+/// The INT4 group sizes publishers use (32, 64, 128) that divide every one of `widths`, as
+/// `int4-w4a16-gN` words, or "none".
+fn fitting_groups(widths: &[usize]) -> String {
+    let fitting: Vec<String> = [32, 64, 128]
+        .into_iter()
+        .filter(|g| widths.iter().all(|w| w % g == 0))
+        .map(|g| format!("int4-w4a16-g{g}"))
+        .collect();
+    if fitting.is_empty() {
+        "none".into()
+    } else {
+        fitting.join(", ")
     }
 }

@@ -1,6 +1,8 @@
 //! The README and every page of the guide (docs/) teach commands that exist: each `hspi …` (or
 //! `cargo run --release -- …`) command in their shell blocks names a real subcommand and only
 //! options that subcommand's `--help` lists, and every docs page starts from such a command.
+//! Every exit code they state is the code's; every measured figure outside
+//! docs/how-hspi-decides.md is a link to the passage there that states it (`common/figures.rs`).
 
 mod common;
 
@@ -366,4 +368,52 @@ fn the_sample_report_is_what_the_procurement_page_says() {
     );
     let r = verify_with_shipped_pack(&dir, "*/*/f16/*", &[]);
     assert_eq!(r.code, i32::from(code), "weighed again: {}", r.stderr);
+}
+
+/// Each measured figure in one place: every count over audits, tokens to a verdict, wall time and
+/// date outside docs/how-hspi-decides.md is a link to the anchored passage there that says it
+/// word for word (`common/figures.rs`).
+#[test]
+fn every_figure_outside_the_figures_page_is_a_link_saying_what_it_says() {
+    let (faults, passages, linked) = figures::guide_faults();
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+    assert!(passages >= 10, "only {passages} anchored passages");
+    assert!(linked >= 10, "only {linked} figures linked");
+}
+
+#[test]
+fn a_planted_second_value_of_one_figure_is_found() {
+    let home = "## T\n\n<a id=\"fig-q8\"></a>Q8_0 sold as f16 is a mismatch in 200 of 200 audits \
+                within 16 output tokens (`tests/packs.rs`).\n\n## Next\n";
+    let passages = figures::passages(home);
+    assert!(
+        figures::home_faults(&passages).is_empty(),
+        "{:?}",
+        figures::home_faults(&passages)
+    );
+    let good = format!(
+        "caught in [200 of 200 audits](docs/{}#fig-q8) always",
+        figures::HOME
+    );
+    assert_eq!(
+        figures::faults("README.md", &good, &passages),
+        Vec::<String>::new()
+    );
+    // The same figure with another value, in a link and outside one.
+    let linked = good.replace("[200 of 200", "[199 of 200");
+    assert_eq!(figures::faults("README.md", &linked, &passages).len(), 1);
+    let bare = format!("{good}; honest ones in 199 of 200 within 64 tokens, in 6.4 s");
+    assert_eq!(
+        figures::faults("README.md", &bare, &passages).len(),
+        3,
+        "{bare}"
+    );
+    // Code and link targets are no figures; an anchor that does not exist is.
+    let code = format!("{good} `--every 90s` [the run](https://x/2026-11-24)");
+    assert!(figures::faults("p", &code, &passages).is_empty());
+    let lost = good.replace("#fig-q8", "#fig-q9");
+    assert_eq!(figures::faults("p", &lost, &passages).len(), 1);
+    // On the figures' page: a wall time without its date and machine.
+    let undated = figures::passages("<a id=\"fig-t\"></a>an audit takes 6.4 s (`cargo bench`)\n");
+    assert_eq!(figures::home_faults(&undated).len(), 1);
 }

@@ -1,6 +1,7 @@
 #![allow(dead_code)]
 
 pub mod fake;
+pub mod figures;
 pub mod forced_gap;
 pub mod fresh;
 pub mod llama;

@@ -4,7 +4,8 @@
 //! --weights` computes for every answer: the model at every format hspi computes for it, loaded
 //! once, then 8 answers teacher-forced at all of them. It prints the peak resident memory
 //! (`VmHWM`) against the largest single format's weights (the model at f32), the load time and
-//! the references' cost per audited token, as a table and JSON.
+//! the references' cost per audited token, as a table and JSON. A word after `--` keeps only the
+//! models whose name holds it (`cargo bench --bench memory -- Gemma`).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -128,6 +129,10 @@ fn main() {
         hspi_collect::zoo::gemma3_270m::weights_path(None).expect("hspi fetch gemma3-270m"),
         false,
     ));
+    // `cargo bench --bench memory -- Gemma`: only the models whose name holds the word.
+    if let Some(only) = args.iter().skip(1).find(|a| !a.starts_with("--")) {
+        models.retain(|(name, _, _)| name.contains(only.as_str()));
+    }
     println!("\n| model | parameters | formats | largest format (f32) | engines | peak (the process before loading) | engines' peak / largest | load | references per token |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let mut rows = Vec::new();
     for (name, weights, served) in models {

@@ -26,10 +26,16 @@ fn logits_at_two_formats_differ_in_bits() {
         "smollm2 collection failed (weights come from `hspi fetch smollm2`, run by .ci/setup):\n{}",
         r.stderr
     );
-    let records = hspi_datasets::Dataset::open(&out)
-        .unwrap()
-        .records()
-        .unwrap();
+    let dataset = hspi_datasets::Dataset::open(&out).unwrap();
+    // The model's identity: its weights, its architecture and its tokenizer.
+    let model = &dataset.manifest.model;
+    assert_eq!(model.architecture.as_deref(), Some("llama"), "{model:?}");
+    let pack = hspi_pack::Pack::open(&shipped_pack()).unwrap();
+    assert_eq!(
+        model.tokenizer_sha256, pack.manifest.model.tokenizer_sha256,
+        "the same vocabulary as the shipped pack records"
+    );
+    let records = dataset.records().unwrap();
     assert_eq!(records.len(), 6);
     for probe in records
         .iter()

@@ -30,7 +30,7 @@ pub struct EvalOptions<'a> {
 pub fn evaluate_datasets(o: EvalOptions) -> Result<(EvalReport, Report), AuditError> {
     let train = load_one_model(o.train)?;
     let mut test = load_one_model(o.test)?;
-    if test.model != train.model {
+    if !test.model.same_model(&train.model) {
         return Err(AuditError::ModelsDiffer {
             train: train.model.id.clone(),
             test: test.model.id.clone(),

@@ -130,9 +130,9 @@ fn check_weights(pack: &Pack, weights: &Path) -> Result<ModelInfo, AuditError> {
     let model = &pack.manifest.model;
     if model.weights_sha256.as_deref() == Some(sha.as_str()) {
         return Ok(ModelInfo {
-            id: model.id.clone(),
-            weights_sha256: sha,
-            task: hspi_datasets::CAUSAL_LM.into(),
+            architecture: model.architecture.clone(),
+            tokenizer_sha256: model.tokenizer_sha256.clone(),
+            ..ModelInfo::new(model.id.clone(), sha, hspi_datasets::CAUSAL_LM)
         });
     }
     Err(AuditError::WeightsNotThePacks {

@@ -17,11 +17,7 @@ fn model(id: ModelId) -> Model {
         ModelId::TinyLm => Model::Tiny(TinyLm::embedded()),
         ModelId::SmolLm2 => Model::Lm {
             path: smollm2::weights_path(None).unwrap_or_else(|_| PathBuf::from("not-fetched.gguf")),
-            info: ModelInfo {
-                id: "smollm2".into(),
-                weights_sha256: String::new(),
-                task: hspi_datasets::CAUSAL_LM.into(),
-            },
+            info: ModelInfo::new("smollm2", "", hspi_datasets::CAUSAL_LM),
         },
     }
 }

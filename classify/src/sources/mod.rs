@@ -205,11 +205,7 @@ mod tests {
         .map(|p| p.parse().unwrap())
         .collect();
         let model = PlatformModel::references_only(
-            ModelInfo {
-                id: "m".into(),
-                weights_sha256: String::new(),
-                task: hspi_datasets::CAUSAL_LM.into(),
-            },
+            ModelInfo::new("m", "", hspi_datasets::CAUSAL_LM),
             &platforms,
             2,
         );

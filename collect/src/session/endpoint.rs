@@ -151,11 +151,11 @@ impl EndpointSession {
         let manifest = Manifest {
             schema_version: SCHEMA_VERSION,
             created_unix: unix_now(),
-            model: ModelInfo {
-                id: o.model.clone(),
-                weights_sha256: "unknown (served remotely)".into(),
-                task: hspi_datasets::COMPLETION_ENDPOINT.into(),
-            },
+            model: ModelInfo::new(
+                o.model.clone(),
+                "unknown (served remotely)",
+                hspi_datasets::COMPLETION_ENDPOINT,
+            ),
             probe_set: probe_set_info(&probes),
             platforms: o.label.iter().cloned().collect(),
             sessions: Vec::new(),

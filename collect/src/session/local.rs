@@ -67,7 +67,7 @@ pub fn collect_local(job: LocalCollection<'_>, progress: &dyn Progress) -> Resul
     if matches!(model, Model::Image(_)) {
         crate::backend::prefer_single_threaded_kernels();
     }
-    let info = model.info();
+    let info = crate::zoo::identity::of(model);
     let plan_of = |p: &Platform| emulate.and_then(|f| f.find(p));
     for p in platforms {
         match plan_of(p) {

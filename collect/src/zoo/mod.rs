@@ -10,6 +10,7 @@ pub mod codec;
 pub mod compressed_tensors;
 pub mod digits;
 pub mod gemma3_270m;
+pub mod identity;
 mod image_model;
 pub mod llama_weights;
 pub mod model_config;
@@ -87,11 +88,8 @@ impl Model {
             })),
             ModelId::SmolLm2 => {
                 let path = smollm2::weights_path(weights)?;
-                let info = ModelInfo {
-                    id: id.name().into(),
-                    weights_sha256: weights_sha256(&path)?,
-                    task: hspi_datasets::CAUSAL_LM.into(),
-                };
+                let info =
+                    ModelInfo::new(id.name(), weights_sha256(&path)?, hspi_datasets::CAUSAL_LM);
                 Ok(Model::Lm { path, info })
             }
             ModelId::TinyLm => Ok(Model::Tiny(match weights {
@@ -105,11 +103,7 @@ impl Model {
     /// directory): `id` is the name it is audited by, its identity the weights' sha256.
     pub fn language_model(id: &str, weights: &Path) -> Result<Model> {
         let path = weights_at(weights, id)?;
-        let info = ModelInfo {
-            id: id.into(),
-            weights_sha256: weights_sha256(&path)?,
-            task: hspi_datasets::CAUSAL_LM.into(),
-        };
+        let info = ModelInfo::new(id, weights_sha256(&path)?, hspi_datasets::CAUSAL_LM);
         Ok(Model::Lm { path, info })
     }
 
@@ -124,17 +118,17 @@ impl Model {
 
     pub fn info(&self) -> ModelInfo {
         match self {
-            Model::Image(m) => ModelInfo {
-                id: m.id.clone(),
-                weights_sha256: m.weights_sha256.clone(),
-                task: hspi_datasets::IMAGE_CLASSIFIER.into(),
-            },
+            Model::Image(m) => ModelInfo::new(
+                m.id.clone(),
+                m.weights_sha256.clone(),
+                hspi_datasets::IMAGE_CLASSIFIER,
+            ),
             Model::Lm { info, .. } => info.clone(),
-            Model::Tiny(lm) => ModelInfo {
-                id: tiny_lm::ID.into(),
-                weights_sha256: lm.weights_sha256.clone(),
-                task: hspi_datasets::CAUSAL_LM.into(),
-            },
+            Model::Tiny(lm) => ModelInfo::new(
+                tiny_lm::ID,
+                lm.weights_sha256.clone(),
+                hspi_datasets::CAUSAL_LM,
+            ),
         }
     }
 }

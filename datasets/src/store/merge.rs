@@ -75,7 +75,7 @@ pub fn merge(
             ),
             ));
         }
-        if m.model != base.manifest.model {
+        if !m.model.same_model(&base.manifest.model) {
             return Err(refuse(
                 shard,
                 format!(

@@ -32,11 +32,7 @@ fn manifest(set: &ProbeSet) -> Manifest {
     Manifest {
         schema_version: SCHEMA_VERSION,
         created_unix: 0,
-        model: ModelInfo {
-            id: "m".into(),
-            weights_sha256: "00".into(),
-            task: "t".into(),
-        },
+        model: ModelInfo::new("m", "00", "t"),
         probe_set: ProbeSetInfo {
             hash: set.hash(),
             count: set.probes.len(),

@@ -142,7 +142,7 @@ impl DatasetWriter {
             path: dir.into(),
             reason,
         };
-        if manifest.model != expected.model {
+        if !manifest.model.same_model(&expected.model) {
             return Err(mismatch(format!(
                 "the dataset holds model {} (weights {}), this run collects {} (weights {})",
                 manifest.model.id,

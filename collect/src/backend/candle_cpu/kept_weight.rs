@@ -32,9 +32,38 @@ impl KeptMatrix {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
             KeptMatrix::Resident(m) => m.forward(x)?,
-            KeptMatrix::Float(t) => QMatMul::from_arc(t.clone())?.forward(x)?,
+            KeptMatrix::Float(t) => {
+                let (rows, _) = t.shape().dims2()?;
+                if rows <= WIDENED_ROWS {
+                    QMatMul::from_arc(t.clone())?.forward(x)?
+                } else {
+                    widened_by_chunks(t, x)?
+                }
+            }
         })
     }
+}
+
+/// The most rows of a float matrix widened to f32 at once: a vocabulary-sized head (Gemma's
+/// 262,144 rows, 671 MB widened) is multiplied a slice of rows at a time, 42 MB each at Gemma's
+/// width. Each output is the same dot product over the same inputs: the bits do not change
+/// (`a_head_widened_by_chunks_gives_the_whole_heads_bits`).
+const WIDENED_ROWS: usize = 16_384;
+
+/// `x · Wᵀ` for a float `w` widened [`WIDENED_ROWS`] rows at a time, the outputs side by side.
+fn widened_by_chunks(w: &QTensor, x: &Tensor) -> Result<Tensor> {
+    let (rows, cols) = w.shape().dims2()?;
+    let data = w.data()?;
+    let row_bytes = cols / w.dtype().block_size() * w.dtype().type_size();
+    let mut outputs = Vec::with_capacity(rows.div_ceil(WIDENED_ROWS));
+    for start in (0..rows).step_by(WIDENED_ROWS) {
+        let end = (start + WIDENED_ROWS).min(rows);
+        let bytes = &data[start * row_bytes..end * row_bytes];
+        let storage = QStorage::from_data(Cow::Borrowed(bytes), &Device::Cpu, w.dtype())?;
+        let chunk = Arc::new(QTensor::new(storage, (end - start, cols))?);
+        outputs.push(QMatMul::from_arc(chunk)?.forward(x)?);
+    }
+    Ok(Tensor::cat(&outputs, x.rank() - 1)?)
 }
 
 /// An embedding table (`[vocab, hidden]`) of any GGUF type, whose rows are dequantised when
@@ -105,6 +134,42 @@ pub fn write_whole(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A float head too tall to widen at once gives, multiplied a slice of rows at a time, the
+    /// bits of the whole head widened and multiplied (one position and several, F16 and BF16).
+    #[test]
+    fn a_head_widened_by_chunks_gives_the_whole_heads_bits() {
+        let (rows, cols) = (2 * WIDENED_ROWS + 1000, 64);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) / 613.0)
+            .collect();
+        let source = Tensor::from_vec(values, (rows, cols), &Device::Cpu).unwrap();
+        for dtype in [GgmlDType::F16, GgmlDType::BF16] {
+            let q = Arc::new(QTensor::quantize(&source, dtype).unwrap());
+            for positions in [1, 7] {
+                let x: Vec<f32> = (0..positions * cols)
+                    .map(|i| ((i * 31 % 97) as f32 - 48.0) / 23.0)
+                    .collect();
+                let x = Tensor::from_vec(x, (1, positions, cols), &Device::Cpu).unwrap();
+                let whole = QMatMul::from_arc(q.clone()).unwrap().forward(&x).unwrap();
+                let kept = KeptMatrix::new(q.clone()).unwrap().forward(&x).unwrap();
+                assert_eq!(kept.dims(), whole.dims());
+                let bits = |t: &Tensor| -> Vec<u32> {
+                    t.flatten_all()
+                        .unwrap()
+                        .to_vec1::<f32>()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .collect()
+                };
+                assert!(
+                    bits(&kept) == bits(&whole),
+                    "{dtype:?}, {positions} positions"
+                );
+            }
+        }
+    }
 
     /// Rows looked up one by one are the rows of the whole table dequantised, at each type.
     #[test]

@@ -1,6 +1,7 @@
 //! Every architecture family hspi computes, against llama.cpp on the same weights: tiny
 //! random-weight models of each (`.ci/tiny-models`: llama with Llama 3 rope scaling, qwen2,
-//! qwen3, gemma3 with sliding-window layers), requantised by llama-quantize and served by
+//! qwen3, qwen3moe with 4 experts of which 2 are picked per token, gemma3 with sliding-window
+//! layers), requantised by llama-quantize and served by
 //! llama-server, and hspi's all-positions pass on the answer's tokens at the same format.
 //! Greedy answers must agree token for token (a near tie may flip at the quantised types, where
 //! candle's and ggml's kernels round differently) and the logprobs closely. Measured here (24
@@ -24,6 +25,9 @@ const PROMPT: &str = "The river came upon the great city of gold and silver, whe
     merchants of the east sold spices, silk and amber to travellers from every land";
 const ANSWER: usize = 24;
 
+/// Every family hspi computes, by its tiny model's name.
+const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "qwen3moe", "gemma3"];
+
 fn tiny_model(arch: &str) -> std::path::PathBuf {
     let p = llama::cache().join(format!("tiny-models/{arch}/{arch}-F32.gguf"));
     assert!(
@@ -39,7 +43,7 @@ fn each_family_answers_as_llama_cpp_computes_it() {
     let build = llama::build("avx2");
     let dir = tempfile::tempdir().unwrap();
     let mut report = Vec::new();
-    for (arch, file_type) in ["llama", "qwen2", "qwen3", "gemma3"]
+    for (arch, file_type) in FAMILIES
         .into_iter()
         .flat_map(|a| ["F32", "Q8_0", "Q4_0", "Q4_K_M"].map(|f| (a, f)))
     {
@@ -89,10 +93,7 @@ fn each_familys_substitutes_are_caught_on_fresh_prompts_and_honest_f16_never_acc
     let formats: Vec<NumericFormat> = ["f32", "f16", "q8_0", "q4_0"]
         .map(|f| f.parse().unwrap())
         .into();
-    for (i, arch) in ["llama", "qwen2", "qwen3", "gemma3"]
-        .into_iter()
-        .enumerate()
-    {
+    for (i, arch) in FAMILIES.into_iter().enumerate() {
         let weights = tiny_model(arch);
         let model = format!("tiny-{arch}");
         for (j, file_type) in ["F16", "Q8_0", "Q4_0"].into_iter().enumerate() {

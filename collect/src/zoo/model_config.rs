@@ -153,8 +153,12 @@ impl ModelConfig {
     /// them; an untied head adds as many again) and each layer's matrices.
     pub fn parameters(&self) -> u64 {
         let attention = self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads);
-        (self.vocab * self.hidden + self.layers * (attention + 3 * self.hidden * self.intermediate))
-            as u64
+        // A mixture of experts holds every expert's MLP and the router.
+        let mlp = match self.architecture.experts {
+            Some(e) => e.count * (3 * self.hidden * e.width + self.hidden),
+            None => 3 * self.hidden * self.intermediate,
+        };
+        (self.vocab * self.hidden + self.layers * (attention + mlp)) as u64
     }
 
     /// The configuration of a model of family `family` (named `arch` in its file) from its

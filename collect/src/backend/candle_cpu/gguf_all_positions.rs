@@ -21,7 +21,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 use hspi_datasets::NumericFormat;
 
-use super::kept_weight::{KeptMatrix, KeptTable};
+use super::kept_weight::{self, KeptMatrix, KeptTable};
 use super::llama_file_type::{self, ggml_type, tensor_type, Role};
 use crate::error::{CollectError, Result};
 use crate::zoo::architecture::{Activation, Architecture, RopeStyle};
@@ -32,9 +32,7 @@ struct Layer {
     k: KeptMatrix,
     v: KeptMatrix,
     o: KeptMatrix,
-    gate: KeptMatrix,
-    up: KeptMatrix,
-    down: KeptMatrix,
+    mlp: Mlp,
     attn_norm: RmsNorm,
     ffn_norm: RmsNorm,
     /// The query, key and value biases (qwen2).
@@ -47,6 +45,26 @@ struct Layer {
     /// turns with.
     window: Option<usize>,
     rope_base: f32,
+}
+
+/// A layer's gated MLP: one, or a mixture of experts.
+enum Mlp {
+    Dense {
+        gate: KeptMatrix,
+        up: KeptMatrix,
+        down: KeptMatrix,
+    },
+    Experts(MixtureOfExperts),
+}
+
+/// Every expert's gate, up and down matrices, and the router (`ffn_gate_inp`, kept at its file
+/// type as llama-quantize keeps it), picking `used` experts per token.
+struct MixtureOfExperts {
+    router: Tensor,
+    gate: Vec<KeptMatrix>,
+    up: Vec<KeptMatrix>,
+    down: Vec<KeptMatrix>,
+    used: usize,
 }
 
 pub struct GgufAllPositions {
@@ -74,16 +92,12 @@ type KeyValues = (Tensor, Tensor);
 /// Shortest shared prefix worth keeping keys and values for.
 const MIN_PREFIX: usize = 8;
 
-/// Every block's matrices, by their GGUF names (`blk.N.NAME.weight`).
-const MATRICES: [&str; 7] = [
-    "attn_q",
-    "attn_k",
-    "attn_v",
-    "attn_output",
-    "ffn_gate",
-    "ffn_up",
-    "ffn_down",
-];
+/// Every block's matrices, by their GGUF names (`blk.N.NAME.weight`): attention's, then the
+/// MLP's ([`DENSE_MLP`] or [`EXPERT_MLP`]).
+const ATTENTION: [&str; 4] = ["attn_q", "attn_k", "attn_v", "attn_output"];
+const DENSE_MLP: [&str; 3] = ["ffn_gate", "ffn_up", "ffn_down"];
+/// A mixture of experts' stacked matrices (`[experts, rows, cols]`).
+const EXPERT_MLP: [&str; 3] = ["ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"];
 
 /// The formats this engine computes: candle's GGUF formats and the llama.cpp file types it
 /// requantises to as `llama-quantize` does (the K-quant mixes, with ggml's own quantisers).
@@ -145,6 +159,89 @@ fn write_kept(kept: &Path, matrices: &HashMap<String, QTensor>) -> std::io::Resu
     })
 }
 
+/// A gated MLP: `down(act(gate(x)) · up(x))`.
+fn gated(
+    activation: Activation,
+    gate: &KeptMatrix,
+    up: &KeptMatrix,
+    down: &KeptMatrix,
+    x: &Tensor,
+) -> Result<Tensor> {
+    let g = gate.forward(x)?;
+    let g = match activation {
+        Activation::Silu => candle_nn::ops::silu(&g)?,
+        Activation::GeluTanh => g.gelu()?,
+    };
+    down.forward(&(g * up.forward(x)?)?)
+}
+
+impl MixtureOfExperts {
+    /// The experts' output for every position of `x` (`[1, positions, hidden]`), as llama.cpp's
+    /// `build_moe_ffn` computes it: the router's softmax, the `used` most probable experts (ties
+    /// to the lower index), their probabilities normalised to sum to 1, each chosen expert's
+    /// output times its weight, summed from the most probable down.
+    fn forward(&self, activation: Activation, x: &Tensor) -> Result<Tensor> {
+        let (_, positions, hidden) = x.dims3()?;
+        let rows = x.squeeze(0)?;
+        let probs = candle_nn::ops::softmax_last_dim(&rows.matmul(&self.router.t()?)?)?;
+        let probs: Vec<Vec<f32>> = probs.to_vec2()?;
+        // Per position, its chosen experts from the most probable, with their weights.
+        let chosen: Vec<Vec<(usize, f32)>> = probs
+            .iter()
+            .map(|p| {
+                let mut order: Vec<usize> = (0..p.len()).collect();
+                order.sort_by(|&a, &b| p[b].total_cmp(&p[a]).then(a.cmp(&b)));
+                order.truncate(self.used);
+                let sum: f32 = order.iter().map(|&e| p[e]).sum();
+                order.into_iter().map(|e| (e, p[e] / sum)).collect()
+            })
+            .collect();
+        // Each expert computes the positions routed to it at once; each slot's outputs apart,
+        // summed in slot order.
+        let mut slots = vec![vec![0f32; positions * hidden]; self.used];
+        for e in 0..self.gate.len() {
+            let routed: Vec<(usize, usize, f32)> = chosen
+                .iter()
+                .enumerate()
+                .flat_map(|(pos, picks)| {
+                    picks
+                        .iter()
+                        .enumerate()
+                        .filter(move |(_, (expert, _))| *expert == e)
+                        .map(move |(slot, (_, w))| (pos, slot, *w))
+                })
+                .collect();
+            if routed.is_empty() {
+                continue;
+            }
+            let ids: Vec<u32> = routed.iter().map(|(pos, _, _)| *pos as u32).collect();
+            let ids = Tensor::new(ids.as_slice(), &Device::Cpu)?;
+            let input = rows.index_select(&ids, 0)?.unsqueeze(0)?;
+            let out = gated(
+                activation,
+                &self.gate[e],
+                &self.up[e],
+                &self.down[e],
+                &input,
+            )?;
+            let out: Vec<Vec<f32>> = out.squeeze(0)?.to_vec2()?;
+            for ((pos, slot, w), y) in routed.iter().zip(out) {
+                let at = &mut slots[*slot][pos * hidden..(pos + 1) * hidden];
+                for (a, v) in at.iter_mut().zip(y) {
+                    *a = v * w;
+                }
+            }
+        }
+        let mut sum = slots.remove(0);
+        for slot in &slots {
+            for (a, b) in sum.iter_mut().zip(slot) {
+                *a += b;
+            }
+        }
+        Ok(Tensor::from_vec(sum, (1, positions, hidden), &Device::Cpu)?)
+    }
+}
+
 impl GgufAllPositions {
     /// Load `path` with its matrices at `format` (the native Q4_1 loads as is). Requantising is
     /// most of a load (about a second a format on one core): `kept`, where given, is a file the
@@ -200,12 +297,17 @@ impl GgufAllPositions {
                 dtype: tensor_type(format, role, columns).unwrap_or(target),
             })
         };
+        let mlp = match architecture.experts {
+            Some(_) => EXPERT_MLP,
+            None => DENSE_MLP,
+        };
         let mut wanted: Vec<Requantised> = Vec::new();
         for layer in 0..blocks {
-            for matrix in MATRICES {
+            for matrix in ATTENTION.into_iter().chain(mlp) {
                 let name = format!("blk.{layer}.{matrix}.weight");
+                // llama-quantize's choices go by the name's stem (`ffn_down` for the experts').
                 let role = Role::Block {
-                    matrix,
+                    matrix: matrix.trim_end_matches("_exps"),
                     layer,
                     layers: blocks,
                 };
@@ -235,7 +337,13 @@ impl GgufAllPositions {
             let mut m = HashMap::new();
             for r in &wanted {
                 let source = tensor(&r.from)?.dequantize(&dev)?;
-                m.insert(r.name.clone(), llama_file_type::quantize(&source, r.dtype)?);
+                // A stack of experts is quantised row by row, as ggml stores it.
+                let q = llama_file_type::quantize(&kept_weight::as_matrix(&source)?, r.dtype)?;
+                let q = match source.rank() {
+                    2 => q,
+                    _ => kept_weight::reshaped(&q, source.dims())?,
+                };
+                m.insert(r.name.clone(), q);
             }
             // A cache that cannot be written costs the next load its time, nothing else.
             if let Some(k) = kept {
@@ -267,11 +375,10 @@ impl GgufAllPositions {
                 .remove("token_embd.weight")
                 .ok_or_else(|| bad("no token_embd.weight in the GGUF".into()))?
         })?;
-        let mut matrix = |name: &str| -> Result<KeptMatrix> {
-            let qt = matrices
+        let mut take = |name: &str| -> Result<Arc<QTensor>> {
+            matrices
                 .remove(name)
-                .ok_or_else(|| bad(format!("no {name} in the GGUF")))?;
-            KeptMatrix::new(qt)
+                .ok_or_else(|| bad(format!("no {name} in the GGUF")))
         };
         let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
         let rope_freqs = match content.tensor_infos.contains_key("rope_freqs.weight") {
@@ -306,15 +413,51 @@ impl GgufAllPositions {
                 false => None,
             };
             let windowed = architecture.sliding.filter(|s| s.windowed(i));
-            let mut m = |name: &str| matrix(&format!("blk.{i}.{name}.weight"));
+            let mlp = match architecture.experts {
+                Some(experts) => {
+                    let mut each = |name: &str| -> Result<Vec<KeptMatrix>> {
+                        kept_weight::experts(&*take(&format!("blk.{i}.{name}.weight"))?)
+                    };
+                    let (gate, up, down) = (
+                        each("ffn_gate_exps")?,
+                        each("ffn_up_exps")?,
+                        each("ffn_down_exps")?,
+                    );
+                    let router =
+                        tensor(&format!("blk.{i}.ffn_gate_inp.weight"))?.dequantize(&dev)?;
+                    if gate.len() != experts.count || router.dim(0)? != experts.count {
+                        return Err(bad(format!(
+                            "layer {i}: {} experts and a router over {}, the file says {}",
+                            gate.len(),
+                            router.dim(0)?,
+                            experts.count
+                        )));
+                    }
+                    Mlp::Experts(MixtureOfExperts {
+                        router,
+                        gate,
+                        up,
+                        down,
+                        used: experts.used,
+                    })
+                }
+                None => {
+                    let mut m =
+                        |name: &str| KeptMatrix::new(take(&format!("blk.{i}.{name}.weight"))?);
+                    Mlp::Dense {
+                        gate: m("ffn_gate")?,
+                        up: m("ffn_up")?,
+                        down: m("ffn_down")?,
+                    }
+                }
+            };
+            let mut m = |name: &str| KeptMatrix::new(take(&format!("blk.{i}.{name}.weight"))?);
             layers.push(Layer {
                 q: m("attn_q")?,
                 k: m("attn_k")?,
                 v: m("attn_v")?,
                 o: m("attn_output")?,
-                gate: m("ffn_gate")?,
-                up: m("ffn_up")?,
-                down: m("ffn_down")?,
+                mlp,
                 attn_norm,
                 ffn_norm,
                 qkv_bias,
@@ -328,7 +471,7 @@ impl GgufAllPositions {
             embed,
             layers,
             norm,
-            output: matrix("output.weight")?,
+            output: KeptMatrix::new(take("output.weight")?)?,
             heads,
             kv_heads,
             head_dim: config.head_dim,
@@ -448,12 +591,11 @@ impl GgufAllPositions {
             }
             x = (x + y)?;
             let f = l.ffn_norm.forward(&x)?;
-            let gate = l.gate.forward(&f)?;
-            let gate = match self.architecture.activation {
-                Activation::Silu => candle_nn::ops::silu(&gate)?,
-                Activation::GeluTanh => gate.gelu()?,
+            let activation = self.architecture.activation;
+            let mut mlp = match &l.mlp {
+                Mlp::Dense { gate, up, down } => gated(activation, gate, up, down, &f)?,
+                Mlp::Experts(experts) => experts.forward(activation, &f)?,
             };
-            let mut mlp = l.down.forward(&(gate * l.up.forward(&f)?)?)?;
             if let Some([_, after_mlp]) = &l.post_norms {
                 mlp = after_mlp.forward(&mlp)?;
             }

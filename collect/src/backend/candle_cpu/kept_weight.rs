@@ -54,16 +54,57 @@ const WIDENED_ROWS: usize = 16_384;
 fn widened_by_chunks(w: &QTensor, x: &Tensor) -> Result<Tensor> {
     let (rows, cols) = w.shape().dims2()?;
     let data = w.data()?;
-    let row_bytes = cols / w.dtype().block_size() * w.dtype().type_size();
     let mut outputs = Vec::with_capacity(rows.div_ceil(WIDENED_ROWS));
     for start in (0..rows).step_by(WIDENED_ROWS) {
         let end = (start + WIDENED_ROWS).min(rows);
-        let bytes = &data[start * row_bytes..end * row_bytes];
-        let storage = QStorage::from_data(Cow::Borrowed(bytes), &Device::Cpu, w.dtype())?;
-        let chunk = Arc::new(QTensor::new(storage, (end - start, cols))?);
+        let chunk = Arc::new(rows_of(&data, w.dtype(), cols, start..end)?);
         outputs.push(QMatMul::from_arc(chunk)?.forward(x)?);
     }
     Ok(Tensor::cat(&outputs, x.rank() - 1)?)
+}
+
+/// Rows `range` of a matrix `cols` wide stored as `data` in `dtype`, as a matrix of their own
+/// (the same bytes: a row is whole blocks).
+fn rows_of(
+    data: &[u8],
+    dtype: GgmlDType,
+    cols: usize,
+    range: std::ops::Range<usize>,
+) -> Result<QTensor> {
+    let row_bytes = cols / dtype.block_size() * dtype.type_size();
+    let bytes = &data[range.start * row_bytes..range.end * row_bytes];
+    let storage = QStorage::from_data(Cow::Borrowed(bytes), &Device::Cpu, dtype)?;
+    Ok(QTensor::new(storage, (range.len(), cols))?)
+}
+
+/// A mixture of experts' stacked matrices (`[experts, rows, cols]`, as GGUF stores
+/// `ffn_gate_exps`), one matrix per expert.
+pub fn experts(stacked: &QTensor) -> Result<Vec<KeptMatrix>> {
+    let (count, rows, cols) = stacked.shape().dims3()?;
+    let data = stacked.data()?;
+    (0..count)
+        .map(|e| {
+            KeptMatrix::new(Arc::new(rows_of(
+                &data,
+                stacked.dtype(),
+                cols,
+                e * rows..(e + 1) * rows,
+            )?))
+        })
+        .collect()
+}
+
+/// `t` (any rank, its last dimension whole blocks) as the matrix of its rows: how a 3-D stack of
+/// experts is quantised, row by row, as ggml does.
+pub fn as_matrix(t: &Tensor) -> Result<Tensor> {
+    let cols = t.dims().last().copied().unwrap_or(0);
+    Ok(t.reshape((t.elem_count() / cols.max(1), cols))?)
+}
+
+/// A quantised matrix of `q`'s rows given back the shape `dims` (the same bytes).
+pub fn reshaped(q: &QTensor, dims: &[usize]) -> Result<QTensor> {
+    let storage = QStorage::from_data(Cow::Owned(q.data()?.into_owned()), &Device::Cpu, q.dtype())?;
+    Ok(QTensor::new(storage, dims)?)
 }
 
 /// An embedding table (`[vocab, hidden]`) of any GGUF type, whose rows are dequantised when
@@ -166,6 +207,41 @@ mod tests {
                 assert!(
                     bits(&kept) == bits(&whole),
                     "{dtype:?}, {positions} positions"
+                );
+            }
+        }
+    }
+
+    /// A stack of experts split per expert multiplies as each expert's own matrix does.
+    #[test]
+    fn each_expert_of_a_stack_is_its_own_matrix() {
+        let (count, rows, cols) = (3, 8, 64);
+        let values: Vec<f32> = (0..count * rows * cols)
+            .map(|i| ((i * 13 % 71) as f32 - 35.0) / 9.0)
+            .collect();
+        let stack = Tensor::from_vec(values, (count, rows, cols), &Device::Cpu).unwrap();
+        let x = Tensor::ones((1, 2, cols), candle_core::DType::F32, &Device::Cpu).unwrap();
+        for dtype in [GgmlDType::F32, GgmlDType::Q8_0] {
+            let q = QTensor::quantize(&as_matrix(&stack).unwrap(), dtype).unwrap();
+            let q = reshaped(&q, &[count, rows, cols]).unwrap();
+            let each = experts(&q).unwrap();
+            assert_eq!(each.len(), count);
+            for (e, m) in each.iter().enumerate() {
+                let rows_e: Vec<f32> = stack
+                    .get(e)
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1()
+                    .unwrap();
+                let own = Tensor::from_vec(rows_e, (rows, cols), &Device::Cpu).unwrap();
+                let own = QTensor::quantize(&own, dtype).unwrap();
+                let want = QMatMul::from_qtensor(own).unwrap().forward(&x).unwrap();
+                let got = m.forward(&x).unwrap();
+                assert_eq!(
+                    got.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                    want.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                    "{dtype:?} expert {e}"
                 );
             }
         }

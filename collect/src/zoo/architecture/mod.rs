@@ -10,6 +10,7 @@ mod gemma3;
 mod llama;
 mod qwen2;
 mod qwen3;
+mod qwen3moe;
 
 /// What a decoder's forward pass does differently from llama's.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +31,17 @@ pub struct Architecture {
     pub activation: Activation,
     /// Layers that attend over a window only, with a rotary base of their own (gemma3).
     pub sliding: Option<SlidingWindow>,
+    /// Every layer's MLP a mixture of experts (qwen3moe).
+    pub experts: Option<Experts>,
+}
+
+/// A mixture-of-experts MLP: `count` gated MLPs of width `width`, of which a router picks the
+/// `used` most probable for each token, weighted by their probabilities normalised to sum to 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Experts {
+    pub count: usize,
+    pub used: usize,
+    pub width: usize,
 }
 
 /// Which query and key elements a rotation pairs.
@@ -91,7 +103,13 @@ pub struct Family {
 }
 
 /// Every family hspi computes.
-pub const FAMILIES: &[Family] = &[llama::FAMILY, qwen2::FAMILY, qwen3::FAMILY, gemma3::FAMILY];
+pub const FAMILIES: &[Family] = &[
+    llama::FAMILY,
+    qwen2::FAMILY,
+    qwen3::FAMILY,
+    qwen3moe::FAMILY,
+    gemma3::FAMILY,
+];
 
 /// The family a GGUF file's `general.architecture` names.
 pub fn of_gguf(name: &str) -> Result<&'static Family, ConfigError> {
@@ -141,6 +159,7 @@ fn llama_like(family: &'static str, gguf_rope: RopeStyle) -> Architecture {
         sandwich_norms: false,
         activation: Activation::Silu,
         sliding: None,
+        experts: None,
     }
 }
 
@@ -153,6 +172,7 @@ mod tests {
         assert_eq!(of_gguf("qwen3").unwrap().gguf, "qwen3");
         assert_eq!(of_model_type("mistral").unwrap().gguf, "llama");
         assert_eq!(of_model_type("gemma3_text").unwrap().gguf, "gemma3");
+        assert_eq!(of_model_type("qwen3_moe").unwrap().gguf, "qwen3moe");
         let e = of_gguf("phi3").unwrap_err().to_string();
         assert!(e.contains("'phi3'") && e.contains("qwen2"), "{e}");
     }

@@ -1,7 +1,7 @@
 //! Whether a fresh audit's engines stay loaded between answers: every format loaded once and
 //! held (the quickest; memory the sum of the formats: 4.5 GB for SmolLM2's 16), or each loaded
-//! for each answer from files its first load kept and dropped after it (memory about twice the
-//! largest format, two formats at once on two cores; each answer pays the reloads).
+//! for each answer from files its first load kept and dropped after it, one format at a time
+//! (memory about twice the largest format; each answer pays the reloads).
 
 use std::fmt;
 use std::str::FromStr;

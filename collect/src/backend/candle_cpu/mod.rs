@@ -226,3 +226,19 @@ impl Runner for CandleLm {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// INT4 W4A16 is served at any group (whether it fits a model's widths is the model's to
+    /// say); a format the engine does not compute is none.
+    #[test]
+    fn int4_w4a16_is_served_at_any_group() {
+        for group in [32, 64, 128] {
+            let format = NumericFormat::Int4W4a16 { group };
+            assert_eq!(language_model_platform(format).unwrap().format, format);
+        }
+        assert!(language_model_platform(NumericFormat::Tf32).is_none());
+    }
+}

@@ -168,11 +168,17 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
         );
         common::fresh::replayed(&answers, &refs, claim, 64)
     };
+    // docs/how-hspi-decides.md: both honest claims consistent 200/200.
     let t = replay("vllm-f32", &vllm.url, 61, "*/*/f32/*");
     assert_eq!(
         common::fresh::verdicts(&t, "mismatch"),
         0,
         "vLLM fp32 claimed f32: {t}"
+    );
+    common::assert_stated_live(
+        &format!("vLLM fp32 claimed f32 consistent: {t}"),
+        common::fresh::verdicts(&t, "consistent"),
+        200,
     );
     let f16 = llama::start("avx2", "F16");
     let t = replay("llama-f16", &f16.url, 62, "*/*/f16/*");
@@ -181,6 +187,11 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
         0,
         "llama.cpp F16 claimed f16: {t}"
     );
+    common::assert_stated_live(
+        &format!("llama.cpp F16 claimed f16 consistent: {t}"),
+        common::fresh::verdicts(&t, "consistent"),
+        200,
+    );
     for (quant, seed) in [("Q8_0", 63), ("Q4_0", 64)] {
         let server = llama::start("avx2", quant);
         let t = replay(quant, &server.url, seed, "*/*/f16/*");
@@ -188,5 +199,8 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
             common::fresh::verdicts(&t, "mismatch") >= 198,
             "{quant} sold as f16, within 64 tokens: {t}"
         );
+        // The guide: within 48 output tokens (one answer more allowed for live answers).
+        let tokens = t["max_output_tokens"].as_u64().unwrap();
+        assert!(tokens <= 48 + 8, "{quant}: {tokens} tokens: {t}");
     }
 }

@@ -155,18 +155,28 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
         e.check().unwrap();
         vec![e]
     };
-    let replay = |name: &str, base: &str, seed: u64, claim: &str| {
+    let replay_at = |formats: &[hspi_datasets::NumericFormat],
+                     name: &str,
+                     base: &str,
+                     seed: u64,
+                     claims: &[&str]| {
         let (answers, refs) = common::fresh::answers_with_engines(
             "smollm2",
             &llama::smollm2_gguf(),
             base,
             seed,
             32,
-            &formats,
+            formats,
             engine(),
             &tmp.path().join(name),
         );
-        common::fresh::replayed(&answers, &refs, claim, 64)
+        claims
+            .iter()
+            .map(|claim| common::fresh::replayed(&answers, &refs, claim, 64))
+            .collect::<Vec<_>>()
+    };
+    let replay = |name: &str, base: &str, seed: u64, claim: &str| {
+        replay_at(&formats, name, base, seed, &[claim]).remove(0)
     };
     // docs/how-hspi-decides.md: both honest claims consistent 200/200.
     let t = replay("vllm-f32", &vllm.url, 61, "*/*/f32/*");
@@ -203,4 +213,41 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
         let tokens = t["max_output_tokens"].as_u64().unwrap();
         assert!(tokens <= 48 + 8, "{quant}: {tokens} tokens: {t}");
     }
+
+    // vLLM bf16 as the provider, vLLM fp32 the engine beside hspi's own bf16 (as vLLM computes
+    // it) and llama.cpp's f16: claimed bf16 never accused, sold as fp16 never consistent.
+    let bf16 = Vllm::start("bfloat16");
+    let at: Vec<hspi_datasets::NumericFormat> = ["bf16", "f16"].map(|f| f.parse().unwrap()).into();
+    let t = replay_at(
+        &at,
+        "vllm-bf16",
+        &bf16.url,
+        65,
+        &["*/*/bf16/*", "*/*/fp16/*"],
+    );
+    assert_eq!(
+        common::fresh::verdicts(&t[0], "mismatch"),
+        0,
+        "vLLM bf16 claimed bf16: {}",
+        t[0]
+    );
+    assert_eq!(
+        common::fresh::verdicts(&t[1], "consistent"),
+        0,
+        "vLLM bf16 sold as fp16: {}",
+        t[1]
+    );
+    // docs/how-hspi-decides.md: consistent 200/200; sold as fp16 a mismatch 200/200 within 48.
+    common::assert_stated_live(
+        &format!("vLLM bf16 claimed bf16 consistent: {}", t[0]),
+        common::fresh::verdicts(&t[0], "consistent"),
+        200,
+    );
+    assert!(
+        common::fresh::verdicts(&t[1], "mismatch") >= 198,
+        "vLLM bf16 sold as fp16: {}",
+        t[1]
+    );
+    let tokens = t[1]["max_output_tokens"].as_u64().unwrap();
+    assert!(tokens <= 48 + 8, "vLLM bf16 sold as fp16: {tokens} tokens");
 }

@@ -12,15 +12,7 @@ use common::*;
 
 /// The pages: the README and docs/*.md.
 fn pages() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    pages.sort();
-    pages.insert(0, root.join("README.md"));
-    pages
+    guide_pages()
 }
 
 /// The hspi commands of a page's ```sh blocks, continuation lines joined, comments dropped, the

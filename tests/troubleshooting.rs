@@ -420,7 +420,7 @@ fn an_audit_report_renders_again_to_a_clean_pdf() {
 #[test]
 fn live_audits_fixed_as_the_page_says() {
     let server = common::llama::start("avx2", "F16");
-    let url = format!("{}/v1/chat/completions", server.url);
+    let url = server.url.clone();
     let tmp = tempfile::tempdir().unwrap();
     a_spending_cap_ends_an_audit_with_its_answers(&url, tmp.path());
     a_pack_of_another_model_is_refused_and_the_right_one_audits(&url, tmp.path());
@@ -428,26 +428,10 @@ fn live_audits_fixed_as_the_page_says() {
     an_endpoint_that_went_down_is_audited_again_once_it_answers(&url, tmp.path());
 }
 
-/// `hspi audit --json` of `url` claimed f16 with the shipped pack, plus `extra`: the exit code
-/// and the report (or the error).
-fn audit(url: &str, out: &Path, extra: &[&str]) -> (i32, serde_json::Value, String) {
-    let pack = shipped_pack();
-    let mut args = vec![
-        "audit",
-        "--json",
-        "--endpoint",
-        url,
-        "--pack",
-        pack.to_str().unwrap(),
-        "--claim",
-        "*/*/f16/*",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let r = run(&args);
-    let report = serde_json::from_str(&r.stdout).unwrap_or(serde_json::Value::Null);
-    (r.code, report, r.stderr)
+/// `hspi audit --json` of the server at `base` claimed f16 with the shipped pack, plus `extra`:
+/// the exit code, the report (none for an error) and stderr.
+fn audit(base: &str, out: &Path, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    pack_audit(&shipped_pack(), base, "*/*/f16/*", out, extra)
 }
 
 fn next_step(report: &serde_json::Value) -> String {
@@ -533,7 +517,7 @@ fn an_endpoint_that_went_down_is_audited_again_once_it_answers(url: &str, tmp: &
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let down = format!("http://127.0.0.1:{closed}/v1/chat/completions");
+    let down = format!("http://127.0.0.1:{closed}");
     let (code, report, err) = audit(&down, &tmp.join("down"), &[]);
     assert_eq!(code, 5, "{err}");
     assert!(

@@ -6,7 +6,7 @@
 //! longer the passage's) or outside one (a figure outside the figures' page).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use regex::Regex;
 
@@ -29,15 +29,7 @@ pub fn figures() -> Regex {
 
 /// The README and docs/*.md, each with its text.
 fn pages() -> Vec<(PathBuf, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    pages.sort();
-    pages.insert(0, root.join("README.md"));
-    pages
+    super::guide_pages()
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();

@@ -35,6 +35,19 @@ pub fn post_json(url: &str, body: &serde_json::Value) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: {e}: {text}"))
 }
 
+/// The guide's pages: the README, then docs/*.md in name order.
+pub fn guide_pages() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    pages.insert(0, root.join("README.md"));
+    pages
+}
+
 /// The SmolLM2 audit pack shipped in the repository.
 pub fn shipped_pack() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/smollm2-llamacpp")
@@ -156,8 +169,12 @@ pub fn pack_audit(
     ];
     args.extend_from_slice(extra);
     let r = run(&args);
-    let report = serde_json::from_str(&r.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{}\n{}", r.stdout, r.stderr));
+    // An error (exit 2) writes no report: the caller reads why from stderr.
+    let report = match r.code {
+        2 => serde_json::Value::Null,
+        _ => serde_json::from_str(&r.stdout)
+            .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{}\n{}", r.stdout, r.stderr)),
+    };
     (r.code, report, r.stderr)
 }
 

@@ -107,8 +107,30 @@ fn claimed_repeat_bitwise(pack: &Pack, claim: &PlatformPattern) -> bool {
 }
 
 /// The formats a fresh audit computes: those asked for, else every format of the pack's
-/// platforms (hspi refuses, by name, any it cannot compute).
-fn fresh_formats(pack: &Pack, asked: &[NumericFormat]) -> Vec<NumericFormat> {
+/// platforms (hspi refuses, by name, any it cannot compute); and a claimed KV cache
+/// (`f16+kv-q8_0`), which no pack holds, beside them and its weights' format.
+fn fresh_formats(
+    pack: &Pack,
+    asked: &[NumericFormat],
+    claim: &PlatformPattern,
+) -> Vec<NumericFormat> {
+    let mut formats = pack_or_asked_formats(pack, asked);
+    let cached = claim
+        .get(Dimension::Format)
+        .and_then(|f| f.parse::<NumericFormat>().ok())
+        .filter(|f| f.kv_cache().is_some());
+    if let Some(f) = cached {
+        for needed in [f.weights(), f] {
+            if !formats.contains(&needed) {
+                formats.push(needed);
+            }
+        }
+    }
+    formats
+}
+
+/// The formats asked for, else every format of the pack's platforms.
+fn pack_or_asked_formats(pack: &Pack, asked: &[NumericFormat]) -> Vec<NumericFormat> {
     if !asked.is_empty() {
         return asked.to_vec();
     }
@@ -195,7 +217,7 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
             let claim = format_claim(a.claim)?;
             let info = check_weights(pack, fresh.weights)?;
             let formats = match fresh.local {
-                true => fresh_formats(pack, &fresh.formats),
+                true => fresh_formats(pack, &fresh.formats, &claim),
                 false => Vec::new(),
             };
             let key_env = fresh.endpoint_key_env.as_deref();

@@ -119,6 +119,17 @@ impl Drop for LlamaServer {
     }
 }
 
+/// A loopback port free now, for a server of `build`.
+fn free_port(build: &LlamaBuild) -> Result<u16> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| CollectError::Llama {
+            program: build.bin.join("llama-server"),
+            reason: format!("no free loopback port: {e}"),
+        })
+}
+
 impl LlamaServer {
     /// Serve `gguf` as model `alias` with the settings of hspi's llama.cpp grid (2 threads,
     /// 4 slots: sequential requests answer as with one), once /health answers.
@@ -134,14 +145,22 @@ impl LlamaServer {
         alias: &str,
         extra: &[&str],
     ) -> Result<LlamaServer> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .map_err(|e| CollectError::Llama {
-                program: build.bin.join("llama-server"),
-                reason: format!("no free loopback port: {e}"),
-            })?;
-        Self::launch(build, gguf, alias, port, extra)
+        let port = free_port(build)?;
+        Self::launch(build, gguf, alias, port, extra, &[])
+    }
+
+    /// [`Self::start_with`] with environment variables set for the server alone
+    /// (`LLAMA_ATTN_ROT_DISABLE=1`: a quantised KV cache rounded as builds before llama.cpp's
+    /// attention rotation round it).
+    pub fn start_with_env(
+        build: &LlamaBuild,
+        gguf: &Path,
+        alias: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<LlamaServer> {
+        let port = free_port(build)?;
+        Self::launch(build, gguf, alias, port, extra, env)
     }
 
     /// The same on a chosen loopback port (a server restarted behind the same URL).
@@ -151,7 +170,7 @@ impl LlamaServer {
         alias: &str,
         port: u16,
     ) -> Result<LlamaServer> {
-        Self::launch(build, gguf, alias, port, &[])
+        Self::launch(build, gguf, alias, port, &[], &[])
     }
 
     fn launch(
@@ -160,6 +179,7 @@ impl LlamaServer {
         alias: &str,
         port: u16,
         extra: &[&str],
+        env: &[(&str, &str)],
     ) -> Result<LlamaServer> {
         let program = build.bin.join("llama-server");
         let child = Command::new(&program)
@@ -169,6 +189,7 @@ impl LlamaServer {
             .arg(port.to_string())
             .args(["-t", "2", "-c", "2048", "-np", "4"])
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -67,12 +67,17 @@ fn kept_path(sha256: &str, platform: &Platform) -> std::path::PathBuf {
 }
 
 /// A kept file's name: a GGUF file for llama.cpp's formats, the served path's own otherwise.
+/// A format with a quantised KV cache keeps its weights' file: the cache is rounded at run time.
 fn kept_name(platform: &Platform) -> String {
     let kind = match crate::scheme::for_format(platform.format) {
         Some(_) => "served",
         None => "gguf",
     };
-    format!("{}.{kind}", platform.slug())
+    let weights = Platform {
+        format: platform.format.weights(),
+        ..platform.clone()
+    };
+    format!("{}.{kind}", weights.slug())
 }
 
 /// How one format's engine is made: from the weights, through the file its first load keeps.
@@ -199,12 +204,12 @@ impl ForcedReferences {
         let wanted: Vec<Platform> = {
             let mut out = Vec::new();
             for f in formats {
-                let p = platforms.iter().find(|p| p.format == *f).ok_or_else(|| {
+                let p = crate::backend::candle_cpu::forced_platform(*f).ok_or_else(|| {
                     CollectError::Unsupported {
                         platform: f.to_string(),
                         model: model_id.clone(),
                         reason: format!(
-                            "hspi computes this model at {}",
+                            "hspi computes this model at {}, and llama.cpp's formats with a q8_0 or q4_0 KV cache (f16+kv-q8_0)",
                             platforms
                                 .iter()
                                 .map(|p| p.format.to_string())
@@ -213,7 +218,7 @@ impl ForcedReferences {
                         ),
                     }
                 })?;
-                out.push(p.clone());
+                out.push(p);
             }
             out
         };

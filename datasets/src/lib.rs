@@ -24,9 +24,9 @@ pub use manifest::{
     SCHEMA_VERSION,
 };
 pub use platform::{
-    Accumulator, Dimension, Engine, EngineKind, EvidenceClass, FormatFamily, FormatSpec, GgufType,
-    Hardware, KernelOptions, NumericFormat, PatternParseError, Platform, PlatformParseError,
-    PlatformPattern, ReductionOrder,
+    Accumulator, CachedWeights, Dimension, Engine, EngineKind, EvidenceClass, FormatFamily,
+    FormatSpec, GgufType, Hardware, KernelOptions, KvCache, NumericFormat, PatternParseError,
+    Platform, PlatformParseError, PlatformPattern, ReductionOrder,
 };
 pub use presentation::{Grid, Presentation, PresentationParseError};
 pub use probe::{content_id, GenerationParams, Probe, ProbeInput, ProbeProvenance, ProbeSet};

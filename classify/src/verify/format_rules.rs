@@ -2,7 +2,7 @@
 //! build, the threshold an accusation needs, what the answers' format is, and why a format is
 //! neither confirmed nor accused where the references do not cover it.
 
-use hspi_datasets::Dimension;
+use hspi_datasets::{Dimension, NumericFormat};
 
 use super::{Verdict, Verifier};
 use crate::dimension_verdict::{dimension_llr, family_members, on_claim};
@@ -36,6 +36,9 @@ impl Verifier<'_> {
     /// answers are firmly a known format outside the family. An exact format (`q8_0`) or a float
     /// family (`fp16`) is accused on the ratio alone.
     pub(super) fn format_unaccused(&self) -> Option<String> {
+        if let Some(why) = self.cache_unaccused() {
+            return Some(why);
+        }
         let family = self.claim.format_family().filter(|f| f.quantised())?;
         let tally = self.format_tally.as_ref()?;
         let identity = self.format_identity()?;
@@ -51,6 +54,27 @@ impl Verifier<'_> {
         Some(format!(
             "the answers are not {} (the {family} hspi has references for) but {}: hspi cannot tell whether they are another {family} scheme without a reference for it",
             family_members(family, &self.model.classes).join(" or "),
+            identity.describe()
+        ))
+    }
+
+    /// Why a claimed quantised KV cache (`f16+kv-q8_0`) is not accused although the ratio
+    /// rules it out: builds round a cache differently (llama.cpp turns keys and values before
+    /// rounding them since its attention rotation, and not before it; an unturned q4_0 cache
+    /// lies far from hspi's turned one), so it is accused only where the answers are firmly a
+    /// known format without that cache (full-precision, or another cache type).
+    fn cache_unaccused(&self) -> Option<String> {
+        let claimed: NumericFormat = self.claim.get(Dimension::Format)?.parse().ok()?;
+        let cache = claimed.kv_cache()?;
+        let identity = self.format_identity()?;
+        if identity
+            .firmly()
+            .is_some_and(|f| f.kv_cache() != Some(cache))
+        {
+            return None;
+        }
+        Some(format!(
+            "the answers are not {claimed} as hspi rounds its cache (llama.cpp's, turned before rounding) but {}: hspi cannot tell whether they are another build's {cache} cache without a reference for it",
             identity.describe()
         ))
     }

@@ -5,6 +5,7 @@ use std::str::FromStr;
 
 use super::dimension::Dimension;
 use super::error::FieldError;
+use super::kv_cache::{self, CachedWeights, KvCache, KV_SEPARATOR};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NumericFormat {
@@ -46,6 +47,11 @@ pub enum NumericFormat {
     /// activations.
     MxFp4,
     Gguf(GgufType),
+    /// The weights' format with a KV cache of another (`f16+kv-q8_0`, [`super::kv_cache`]).
+    KvCached {
+        weights: CachedWeights,
+        cache: KvCache,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,12 +103,39 @@ impl NumericFormat {
             Gguf(Q6K),
             Gguf(Q5KM),
             Gguf(Q4KM),
+            KvCached {
+                weights: CachedWeights::F16,
+                cache: KvCache::Q8_0,
+            },
+            KvCached {
+                weights: CachedWeights::F16,
+                cache: KvCache::Q4_0,
+            },
         ]
+    }
+
+    /// The weights' format (itself where the cache is the weights' own).
+    pub fn weights(self) -> NumericFormat {
+        match self {
+            NumericFormat::KvCached { weights, .. } => weights.format(),
+            other => other,
+        }
+    }
+
+    /// The KV cache's format where it is not the weights' own.
+    pub fn kv_cache(self) -> Option<KvCache> {
+        match self {
+            NumericFormat::KvCached { cache, .. } => Some(cache),
+            _ => None,
+        }
     }
 }
 
 impl fmt::Display for NumericFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let NumericFormat::KvCached { weights, cache } = self {
+            return write!(f, "{}{KV_SEPARATOR}{cache}", weights.format());
+        }
         let name = self.spec().name;
         match self.group() {
             Some(group) => write!(f, "{name}{group}"),
@@ -114,6 +147,9 @@ impl fmt::Display for NumericFormat {
 impl FromStr for NumericFormat {
     type Err = FieldError;
     fn from_str(s: &str) -> Result<Self, FieldError> {
+        if let Some(cached) = kv_cache::parse(s) {
+            return cached;
+        }
         let formats = NumericFormat::all();
         // A grouped format's name is its row's stem and any positive group size.
         for f in &formats {

@@ -99,6 +99,10 @@ impl NumericFormat {
             F::Gguf(G::Q6K) => row("q6_k", None, false, Pattern),
             F::Gguf(G::Q5KM) => row("q5_k_m", None, false, WeightPattern),
             F::Gguf(G::Q4KM) => row("q4_k_m", Some(Fam::Int4), false, WeightPattern),
+            // The weights' row, sold under no router word (a quantised cache is not what
+            // `fp16` promises); the cache's rounding lies in activations each engine computes
+            // a little differently, as an 8-bit format's does.
+            F::KvCached { weights, .. } => row(weights.format().spec().name, None, false, Pattern),
         }
     }
 

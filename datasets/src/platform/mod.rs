@@ -15,6 +15,7 @@ mod format_family;
 mod format_spec;
 mod hardware;
 mod kernel;
+mod kv_cache;
 mod pattern;
 
 pub use dimension::{Dimension, UnknownDimension};
@@ -27,6 +28,7 @@ pub use format_family::FormatFamily;
 pub use format_spec::{EvidenceClass, FormatSpec};
 pub use hardware::Hardware;
 pub use kernel::{Accumulator, KernelOptions, ReductionOrder};
+pub use kv_cache::{CachedWeights, KvCache};
 pub use pattern::PlatformPattern;
 
 use error::split_fields;

@@ -22,6 +22,7 @@ use candle_transformers::quantized_nn::RmsNorm;
 use hspi_datasets::NumericFormat;
 
 use super::kept_weight::{self, KeptMatrix, KeptTable};
+use super::kv_cache::KvRounding;
 use super::llama_file_type::{self, ggml_type, tensor_type, Role};
 use crate::error::{CollectError, Result};
 use crate::zoo::architecture::{Activation, Architecture, RopeStyle};
@@ -80,6 +81,8 @@ pub struct GgufAllPositions {
     embedding_scale: Option<f64>,
     /// Llama 3's divisor of each rotary frequency (`rope_freqs.weight`), where the file has it.
     rope_freqs: Option<Vec<f32>>,
+    /// The KV cache's rounding, where the format quantises it (`f16+kv-q8_0`).
+    kv_cache: Option<KvRounding>,
     /// A prefix several contexts share, with every layer's keys and values for it.
     prefix: Option<(Vec<u32>, Vec<KeyValues>)>,
     /// The last context scored, to find the prefix the next one shares with it.
@@ -243,7 +246,8 @@ impl MixtureOfExperts {
 }
 
 impl GgufAllPositions {
-    /// Load `path` with its matrices at `format` (the native Q4_1 loads as is). Requantising is
+    /// Load `path` with its matrices at `format`'s weights (the native Q4_1 loads as is), its
+    /// keys and values rounded as its KV cache holds them where it names one. Requantising is
     /// most of a load (about a second a format on one core): `kept`, where given, is a file the
     /// requantised matrices are read from when it holds them all at `format`, and written to
     /// when not (whole, under another name, then renamed: a file of that name is complete).
@@ -257,6 +261,8 @@ impl GgufAllPositions {
             path: path.into(),
             reason,
         };
+        let kv_cache = format.kv_cache();
+        let format = format.weights();
         let target = ggml_type(format).ok_or_else(|| {
             bad(format!(
                 "candle cannot run this model at {format} (formats: f32 f16 q8_0 q6_k q4_0 q4_1 q5_0 q5_1)"
@@ -266,6 +272,10 @@ impl GgufAllPositions {
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
         let config = ModelConfig::from_gguf(&content, path)?;
+        let kv_cache = kv_cache
+            .map(|c| KvRounding::new(c, config.head_dim))
+            .transpose()
+            .map_err(bad)?;
         let eps = f64::from(config.rms_eps);
         let (heads, kv_heads, hidden, blocks) =
             (config.heads, config.kv_heads, config.hidden, config.layers);
@@ -480,6 +490,7 @@ impl GgufAllPositions {
                 .then(|| f64::from((hidden as f32).sqrt())),
             architecture,
             rope_freqs,
+            kv_cache,
             prefix: None,
             last: Vec::new(),
         })
@@ -570,8 +581,15 @@ impl GgufAllPositions {
                 q = q_norm.forward(&q)?;
                 k = k_norm.forward(&k)?;
             }
-            let q = rope(&q)?;
+            let mut q = rope(&q)?;
             k = rope(&k)?;
+            // A quantised cache holds every key and value rounded, the current pass's too
+            // (llama.cpp writes them to the cache before attending).
+            if let Some(r) = &self.kv_cache {
+                q = r.queries(&q)?;
+                k = r.keys(&k)?;
+                v = r.values(&v)?;
+            }
             if let Some((ck, cv)) = cache.get(i) {
                 k = Tensor::cat(&[ck, &k], 2)?;
                 v = Tensor::cat(&[cv, &v], 2)?;
@@ -581,10 +599,11 @@ impl GgufAllPositions {
             let v = candle_transformers::utils::repeat_kv(v, h / kvh)?;
             let att = (q.matmul(&k.t()?)? / (d as f64).sqrt())?.broadcast_add(&masks[&l.window])?;
             let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let y = att
-                .matmul(&v.contiguous()?)?
-                .transpose(1, 2)?
-                .reshape((1, m, h * d))?;
+            let mut y = att.matmul(&v.contiguous()?)?;
+            if let Some(r) = &self.kv_cache {
+                y = r.output(&y)?;
+            }
+            let y = y.transpose(1, 2)?.reshape((1, m, h * d))?;
             let mut y = l.o.forward(&y)?;
             if let Some([after_attention, _]) = &l.post_norms {
                 y = after_attention.forward(&y)?;

@@ -160,7 +160,11 @@ pub fn write_whole(
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let part = path.with_extension(format!("part-{}", std::process::id()));
+    // Unique to this write: two formats may keep the same weights at once (`f16` and
+    // `f16+kv-q8_0`), from two threads.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let part = path.with_extension(format!("part-{}-{n}", std::process::id()));
     let attempt = || -> std::io::Result<()> {
         let mut w = std::io::BufWriter::new(std::fs::File::create(&part)?);
         write(&mut w)?;

@@ -11,6 +11,7 @@ mod gguf_all_positions;
 mod gguf_lm;
 mod image;
 mod kept_weight;
+mod kv_cache;
 mod llama_file_type;
 mod served_lm;
 mod tiny_lm;
@@ -46,6 +47,21 @@ pub fn forced_platforms() -> Vec<Platform> {
         }
     }
     formats.into_iter().map(platform).collect()
+}
+
+/// The platform hspi computes `format`'s references at on the provider's tokens: one of
+/// [`forced_platforms`], or llama.cpp's formats with a q8_0 or q4_0 KV cache (`f16+kv-q8_0`:
+/// the all-positions pass rounds keys, values and queries as llama.cpp's flash attention does).
+pub fn forced_platform(format: NumericFormat) -> Option<Platform> {
+    use hspi_datasets::KvCache;
+    let listed = forced_platforms().into_iter().find(|p| p.format == format);
+    let cached = match format.kv_cache() {
+        Some(KvCache::Q8_0 | KvCache::Q4_0) => gguf_all_positions::formats()
+            .contains(&format.weights())
+            .then(|| platform(format)),
+        _ => None,
+    };
+    listed.or(cached)
 }
 
 /// The platforms hspi serves any GGUF language model at: llama.cpp's formats candle runs and the

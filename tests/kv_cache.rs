@@ -1,0 +1,132 @@
+//! A quantised KV cache as part of the format (`f16+kv-q8_0`): llama-servers serving SmolLM2's
+//! F16 weights with a q8_0 or a q4_0 cache (`-ctk/-ctv`, flash attention on), one with its q4_0
+//! cache rounded as builds before llama.cpp's attention rotation round it
+//! (`LLAMA_ATTN_ROT_DISABLE=1`), and an honest one with its cache at F16, audited on fresh
+//! prompts against hspi's references computed on their tokens, the cached formats among them.
+//! The 200-audit figures replay answers collected once; the guide states them
+//! (docs/how-hspi-decides.md#fig-kv-cache).
+
+mod common;
+
+use std::path::Path;
+
+use common::fresh::{replayed, verdicts};
+use common::llama;
+use common::{assert_stated, assert_stated_live};
+use hspi_datasets::NumericFormat;
+
+/// llama.cpp's formats, each cache the servers use among them.
+const FORMATS: &str = "f32,f16,q8_0,q4_0,f16+kv-q8_0,f16+kv-q4_0";
+/// Answers collected per provider for the replayed audits.
+const ANSWERS: usize = 24;
+/// Output tokens each replayed audit may read.
+const BUDGET: u64 = 64;
+const CLAIMS: [&str; 3] = ["*/*/f16/*", "*/*/f16+kv-q8_0/*", "*/*/f16+kv-q4_0/*"];
+
+fn formats() -> Vec<NumericFormat> {
+    FORMATS.split(',').map(|f| f.parse().unwrap()).collect()
+}
+
+/// 200 replayed audits per claim of [`CLAIMS`] of a llama-server serving SmolLM2's F16 weights
+/// with flash attention on, its cache at `cache`, its environment `env`.
+fn audits(cache: &str, env: &[(&str, &str)], seed: u64, out: &Path) -> Vec<serde_json::Value> {
+    let args = ["-fa", "on", "-ctk", cache, "-ctv", cache];
+    let gguf = llama::gguf("F16");
+    let s = llama::LlamaServer::start_with_env(&llama::build("avx2"), &gguf, "smollm2", &args, env)
+        .unwrap_or_else(|e| panic!("llama-server (F16, {cache} cache) did not start: {e}"));
+    let (answers, refs) =
+        common::fresh::answers_with_references(&s.url, seed, ANSWERS, &formats(), out);
+    drop(s);
+    CLAIMS
+        .iter()
+        .map(|c| replayed(&answers, &refs, c, BUDGET))
+        .collect()
+}
+
+/// Audits whose format dimension named `format` (its pattern shown, not by size alone).
+fn named(tally: &serde_json::Value, format: &str) -> u64 {
+    tally["nearest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d[0] == "format")
+        .and_then(|d| d[1][format].as_u64())
+        .unwrap_or(0)
+}
+
+fn max_tokens(tally: &serde_json::Value) -> u64 {
+    tally["max_output_tokens"].as_u64().unwrap()
+}
+
+#[test]
+fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |cache: &str, env: &[(&str, &str)], seed: u64, dir: &str| {
+        let tallies = audits(cache, env, seed, &tmp.path().join(dir));
+        let [f16, q8, q4] = [0, 1, 2].map(|i| tallies[i].clone());
+        [f16, q8, q4]
+    };
+
+    // A q4_0 cache sold as f16: caught within 48 output tokens, named by its pattern.
+    let [f16, _, q4] = run("q4_0", &[], 42, "q4_0");
+    assert_stated_live(
+        "q4_0 cache sold as f16, mismatch",
+        verdicts(&f16, "mismatch"),
+        200,
+    );
+    assert!(max_tokens(&f16) <= 48 + 8, "{f16}");
+    assert_stated_live(
+        "q4_0 cache sold as f16, named",
+        named(&f16, "f16+kv-q4_0"),
+        130,
+    );
+    // Declared, never accused.
+    assert_eq!(verdicts(&q4, "mismatch"), 0, "{q4}");
+    assert_stated_live(
+        "declared q4_0 cache, consistent",
+        verdicts(&q4, "consistent"),
+        128,
+    );
+
+    // A q8_0 cache sold as f16: caught as surely, named by its size (its pattern is mostly
+    // each engine's own: hspi's references share a fifth of it).
+    let [f16, q8, _] = run("q8_0", &[], 41, "q8_0");
+    assert_stated_live(
+        "q8_0 cache sold as f16, mismatch",
+        verdicts(&f16, "mismatch"),
+        200,
+    );
+    assert!(max_tokens(&f16) <= 48 + 8, "{f16}");
+    assert_eq!(verdicts(&q8, "mismatch"), 0, "{q8}");
+    assert_stated_live(
+        "declared q8_0 cache, consistent",
+        verdicts(&q8, "consistent"),
+        48,
+    );
+
+    // An honest F16 cache: consistent, and a claimed quantised cache is a mismatch.
+    let [f16, q8, q4] = run("f16", &[], 43, "f16");
+    assert_stated(
+        "honest f16 cache, consistent",
+        verdicts(&f16, "consistent"),
+        200,
+    );
+    for t in [&q8, &q4] {
+        assert_stated(
+            "honest f16 cache claimed quantised, mismatch",
+            verdicts(t, "mismatch"),
+            200,
+        );
+    }
+
+    // A q4_0 cache of a build before the rotation: sold as f16 still caught; declared, never
+    // accused (hspi holds no reference for that build's rounding: inconclusive).
+    let unturned = [("LLAMA_ATTN_ROT_DISABLE", "1")];
+    let [f16, _, q4] = run("q4_0", &unturned, 42, "q4_0-unturned");
+    assert_stated_live(
+        "unturned q4_0 sold as f16, mismatch",
+        verdicts(&f16, "mismatch"),
+        200,
+    );
+    assert_eq!(verdicts(&q4, "mismatch"), 0, "{q4}");
+}

@@ -68,7 +68,7 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
     };
 
     // A q4_0 cache sold as f16: caught within 48 output tokens, named by its pattern.
-    let [f16, _, q4] = run("q4_0", &[], 42, "q4_0");
+    let [f16, q8, q4] = run("q4_0", &[], 42, "q4_0");
     assert_stated_live(
         "q4_0 cache sold as f16, mismatch",
         verdicts(&f16, "mismatch"),
@@ -90,7 +90,7 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
 
     // A q8_0 cache sold as f16: caught as surely, named by its size (its pattern is mostly
     // each engine's own: hspi's references share a fifth of it).
-    let [f16, q8, _] = run("q8_0", &[], 41, "q8_0");
+    let [f16, q8, q4] = run("q8_0", &[], 41, "q8_0");
     assert_stated_live(
         "q8_0 cache sold as f16, mismatch",
         verdicts(&f16, "mismatch"),

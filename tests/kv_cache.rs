@@ -87,6 +87,8 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
         verdicts(&q4, "consistent"),
         128,
     );
+    // Claimed at the other type: never confirmed.
+    assert_eq!(verdicts(&q8, "consistent"), 0, "{q8}");
 
     // A q8_0 cache sold as f16: caught as surely, named by its size (its pattern is mostly
     // each engine's own: hspi's references share a fifth of it).
@@ -103,6 +105,7 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
         verdicts(&q8, "consistent"),
         48,
     );
+    assert_eq!(verdicts(&q4, "consistent"), 0, "{q4}");
 
     // An honest F16 cache: consistent, and a claimed quantised cache is a mismatch.
     let [f16, q8, q4] = run("f16", &[], 43, "f16");

@@ -1,6 +1,8 @@
-//! Atlas collection on a real single-node Slurm cluster (Debian slurm-wlm + munge, started on
-//! localhost by .ci/slurm-up): plan 4 shards of the CNN's CPU grid, submit the generated sbatch
-//! array, merge the shards, and compare with a one-machine collection record for record.
+//! Atlas collection and pack builds on a real single-node Slurm cluster (Debian slurm-wlm +
+//! munge, started on localhost by .ci/slurm-up): plan 4 shards of the CNN's CPU grid, submit the
+//! generated sbatch array, merge the shards, and compare with a one-machine collection record for
+//! record; plan a pack build (one job per format, each starting its own llama-server), submit its
+//! array, assemble, and compare with `pack build` on one machine.
 
 mod common;
 
@@ -209,4 +211,146 @@ fn bad_shards_fail_alone_with_clear_errors() {
         "{}",
         r.stderr
     );
+}
+
+/// One record as (platform, probe, output bits).
+type RecordBits = (String, String, Vec<u8>);
+
+/// A pack's datasets under `sub` (`references`, `repeats`): per directory, its records, sorted.
+fn pack_records(pack: &Path, sub: &str) -> Vec<(String, Vec<RecordBits>)> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(pack.join(sub))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    dirs.iter()
+        .map(|d| {
+            let mut records: Vec<_> = hspi_datasets::Dataset::open(d)
+                .unwrap()
+                .records()
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.platform_key(), r.probe_id, r.outputs.identity_bytes()))
+                .collect();
+            records.sort();
+            (
+                d.file_name().unwrap().to_string_lossy().into_owned(),
+                records,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = Cluster::up(&tmp.path().join("slurm"));
+    let gguf = llama::smollm2_gguf();
+    let build_args = |out: &Path| -> Vec<String> {
+        [
+            "--model",
+            "smollm2",
+            "--gguf",
+            gguf.to_str().unwrap(),
+            "--formats",
+            "f16,q8_0",
+            "--count",
+            "8",
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let plan_dir = tmp.path().join("plan");
+    let plan = plan_dir.join("plan.json");
+    let mut args = vec!["pack".to_string(), "plan".into()];
+    args.extend(build_args(&plan_dir));
+    ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    // Nothing collected yet: assembling names every unfinished job.
+    let packed = tmp.path().join("slurm-pack");
+    let r = run(&[
+        "pack",
+        "assemble",
+        plan.to_str().unwrap(),
+        "--out",
+        packed.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("job 0 (f16 on llama.cpp), job 1 (q8_0 on llama.cpp) not finished"),
+        "{}",
+        r.stderr
+    );
+    let script = tmp.path().join("pack.sbatch");
+    ok(&[
+        "pack",
+        "slurm",
+        plan.to_str().unwrap(),
+        "--hspi",
+        env!("CARGO_BIN_EXE_hspi"),
+        "--cpus-per-task",
+        "1",
+        "--out",
+        script.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(text.contains("#SBATCH --array=0-1"), "{text}");
+    let submitted = Command::new("sbatch")
+        .env("SLURM_CONF", &cluster.conf)
+        .arg("--wait")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let logs: String = (0..2)
+        .map(|i| {
+            std::fs::read_to_string(plan_dir.join(format!("logs/job-{i}.log"))).unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        submitted.status.success(),
+        "sbatch: {}{}\njob logs:\n{logs}",
+        String::from_utf8_lossy(&submitted.stdout),
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    ok(&[
+        "pack",
+        "assemble",
+        plan.to_str().unwrap(),
+        "--out",
+        packed.to_str().unwrap(),
+    ]);
+    let single = tmp.path().join("one-machine");
+    let mut args = vec!["pack".to_string(), "build".into()];
+    args.extend(build_args(&single));
+    ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    for sub in ["references", "repeats"] {
+        let (a, b) = (pack_records(&packed, sub), pack_records(&single, sub));
+        assert_eq!(a.len(), 2, "{sub}: {a:?}");
+        assert_eq!(
+            a, b,
+            "{sub}: the Slurm-built pack's records equal the one-machine build's"
+        );
+    }
+    let classifier = |p: &Path| std::fs::read(p.join("classifier.json")).unwrap();
+    assert_eq!(
+        classifier(&packed),
+        classifier(&single),
+        "the same classifier, byte for byte"
+    );
+    let platforms = |p: &Path| -> serde_json::Value {
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.join("pack.json")).unwrap()).unwrap();
+        m["platforms"].clone()
+    };
+    assert_eq!(platforms(&packed), platforms(&single));
+    ok(&["pack", "verify", packed.to_str().unwrap()]);
+    // A finished job is kept when asked again; an unknown index is named.
+    let r = run(&["pack", "job", plan.to_str().unwrap(), "--index", "1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("was finished already"), "{}", r.stdout);
+    let r = run(&["pack", "job", plan.to_str().unwrap(), "--index", "2"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no job 2 (it has 2)"), "{}", r.stderr);
 }

@@ -53,6 +53,14 @@ pub enum AuditError {
     NothingToBuild,
     #[error("{path} already exists\nhint: pass --force to replace it, or `hspi pack merge {path} DATASETS` to add platforms")]
     OutExists { path: String },
+    #[error("pack plan {path}: {reason}")]
+    BadPackPlan { path: String, reason: String },
+    #[error("pack plan {plan}: {jobs} not finished (no done.json in its shard)\nhint: run `{hspi}` for each (the Slurm array's failed tasks: `sacct`), then assemble again")]
+    PackJobsUnfinished {
+        plan: String,
+        jobs: String,
+        hspi: String,
+    },
     #[error("prompt {prompt}: hspi's tokenizer counts {ours} tokens, the local llama-server billed {billed}: billing checks would be wrong\nhint: the GGUF's tokenizer or chat template is one hspi does not reproduce")]
     TokenCountsDiffer {
         prompt: String,

@@ -13,6 +13,7 @@ mod evaluate;
 mod identify;
 mod pack_audit;
 mod pack_build;
+mod pack_plan;
 mod setup;
 mod train;
 mod watch;
@@ -35,8 +36,12 @@ pub use pack_audit::{
     audit_with_pack, check_model, FreshPrompts, PackAudit, DEFAULT_DRAW, FRESH_REFERENCES,
 };
 pub use pack_build::{
-    build_pack, check_formats, endpoint_defaults, merge_into_pack, work_dir, PackBuild,
+    build_pack, check_formats, endpoint_defaults, merge_into_pack, work_dir, PackBuild, PackJob,
     REPEATED_PROMPTS,
+};
+pub use pack_plan::{
+    assemble_pack, pack_slurm_script, plan_pack, read_plan, run_pack_job, PackPlan,
+    PackSlurmOptions, PLAN_FILE,
 };
 pub use setup::{load_references, repeat_verify_datasets, verify_datasets, VerifySetup};
 pub use train::{train, TrainOptions, TrainSpec, Trained};

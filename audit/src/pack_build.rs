@@ -7,6 +7,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use hspi_collect::llama::{LlamaBuild, LlamaServer};
 use hspi_collect::session::{EndpointOptions, EndpointSession};
 use hspi_collect::zoo::codec::Codec;
@@ -129,13 +131,165 @@ fn trusted_endpoints(b: &PackBuild) -> Result<Vec<EndpointOptions>, AuditError> 
     b.endpoints
         .iter()
         .zip(&b.labels)
-        .map(|(url, label)| {
-            let mut o = endpoint_defaults(url, &b.model);
-            o.label = Some(label.parse().map_err(hspi_collect::CollectError::from)?);
-            o.api_key.clone_from(&b.api_key);
-            Ok(o)
-        })
+        .map(|(url, label)| trusted_endpoint(&b.model, url, label, b.api_key.as_deref()))
         .collect()
+}
+
+/// One trusted endpoint as collection options.
+fn trusted_endpoint(
+    model: &str,
+    url: &str,
+    label: &str,
+    api_key: Option<&str>,
+) -> Result<EndpointOptions, AuditError> {
+    let mut o = endpoint_defaults(url, model);
+    o.label = Some(label.parse().map_err(hspi_collect::CollectError::from)?);
+    o.api_key = api_key.map(String::from);
+    Ok(o)
+}
+
+/// One platform a pack build collects (its references over the whole pool, and its repeats):
+/// what `pack build` runs one after another and a scheduler's array runs one per task
+/// (`crate::pack_plan`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "engine", rename_all = "kebab-case")]
+pub enum PackJob {
+    /// A GGUF format, made by llama-quantize and served by llama-server.
+    Llama { format: String },
+    /// A serving engine's scheme, computed by hspi's own engine (`hspi_collect::scheme`).
+    Hspi { format: String },
+    /// A trusted endpoint, and the platform it is trusted to run.
+    Endpoint { url: String, label: String },
+}
+
+impl std::fmt::Display for PackJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PackJob::Llama { format } => write!(f, "{format} on llama.cpp"),
+            PackJob::Hspi { format } => write!(f, "{format} on hspi's own engine"),
+            PackJob::Endpoint { url, label } => write!(f, "{label} from {url}"),
+        }
+    }
+}
+
+/// The build's jobs in the order `pack build` runs them: hspi's own engine's formats, then
+/// llama.cpp's, then the trusted endpoints; checked (formats known, endpoints labelled).
+pub fn pack_jobs(b: &PackBuild) -> Result<Vec<PackJob>, AuditError> {
+    let endpoints = trusted_endpoints(b)?;
+    if b.formats.is_empty() && b.endpoints.is_empty() {
+        return Err(AuditError::NothingToBuild);
+    }
+    let local = local_formats(&b.formats)?;
+    let hspi = local.iter().filter_map(|f| match f {
+        LocalFormat::Hspi(format) => Some(PackJob::Hspi {
+            format: format.to_string(),
+        }),
+        LocalFormat::Llama(_) => None,
+    });
+    let llama = local.iter().filter_map(|f| match f {
+        LocalFormat::Llama(format) => Some(PackJob::Llama {
+            format: format.clone(),
+        }),
+        LocalFormat::Hspi(_) => None,
+    });
+    let trusted = endpoints.iter().map(|o| PackJob::Endpoint {
+        url: o.url.clone(),
+        label: o
+            .label
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+    });
+    Ok(hspi.chain(llama).chain(trusted).collect())
+}
+
+/// What every job of one build shares.
+pub struct JobContext<'a> {
+    pub model: &'a str,
+    /// The weights local formats are made from, and their sha256.
+    pub gguf: Option<(&'a Path, &'a str)>,
+    pub llama_bin: Option<&'a Path>,
+    pub api_key: Option<&'a str>,
+    pub pool: &'a ProbeSet,
+    pub command: &'a str,
+}
+
+/// Run `job`: its platform's references and repeats collected into `into`'s `references/` and
+/// `repeats/`; the platform and what produced it.
+pub fn run_job(
+    ctx: &JobContext,
+    job: &PackJob,
+    into: &Path,
+    lines: &Lines,
+) -> Result<(String, String), AuditError> {
+    let weights = || ctx.gguf.ok_or(AuditError::FormatsWithoutWeights);
+    match job {
+        PackJob::Hspi { format } => {
+            let (gguf, _) = weights()?;
+            let format =
+                format
+                    .parse::<NumericFormat>()
+                    .map_err(|e| AuditError::FormatNotComputed {
+                        format: format!("{format} ({})", e.reason),
+                        model: ctx.model.to_string(),
+                    })?;
+            let (o, server) = hspi_engine(ctx.model, gguf, format)?;
+            let source = format!(
+                "hspi's own engine (candle {}, {} as vLLM computes it) serving {}",
+                hspi_collect::CANDLE_VERSION,
+                format,
+                gguf.file_name().unwrap_or_default().to_string_lossy()
+            );
+            let label = collect_platform(ctx, &o, into, lines)?;
+            drop(server);
+            Ok((label, source))
+        }
+        PackJob::Llama { format } => {
+            let (gguf, sha) = weights()?;
+            let quants = work_dir().join(format!("quants-{}", &sha[..12.min(sha.len())]));
+            let build = LlamaBuild::at(
+                &ctx.llama_bin
+                    .map_or_else(LlamaBuild::default_dir, Path::to_path_buf),
+            )?;
+            // The file's own type is served as it is: requantising a K-quant mix is lossy.
+            let own = hspi_collect::zoo::read_gguf(gguf)
+                .ok()
+                .and_then(|c| hspi_collect::backend::candle_cpu::llama_file_format(&c));
+            let as_is = own.is_some_and(|own| format.parse() == Ok(own));
+            let file = match as_is {
+                true => gguf.to_path_buf(),
+                false => build.quantize(gguf, format, &quants)?,
+            };
+            let server = LlamaServer::start(&build, &file, ctx.model)?;
+            let o = EndpointOptions {
+                label: Some(
+                    build
+                        .platform(format)
+                        .parse()
+                        .map_err(hspi_collect::CollectError::from)?,
+                ),
+                ..endpoint_defaults(&server.chat_url(), ctx.model)
+            };
+            let how = match as_is {
+                true => "as it is".to_string(),
+                false => format!("requantised to {}", format.to_ascii_uppercase()),
+            };
+            let source = format!(
+                "local llama-server (llama.cpp {}, {}) serving {} {how}",
+                build.build,
+                build.variant,
+                gguf.file_name().unwrap_or_default().to_string_lossy(),
+            );
+            let label = collect_platform(ctx, &o, into, lines)?;
+            drop(server);
+            Ok((label, source))
+        }
+        PackJob::Endpoint { url, label } => {
+            let o = trusted_endpoint(ctx.model, url, label, ctx.api_key)?;
+            let label = collect_platform(ctx, &o, into, lines)?;
+            Ok((label, format!("trusted endpoint {url}")))
+        }
+    }
 }
 
 /// The engine family a pack's platforms share (`llamacpp`), else `mixed`.
@@ -192,14 +346,14 @@ fn collect_into(
     Ok(())
 }
 
-/// One platform's references (the whole pool) and repeats (its first `repeats` prompts).
+/// One platform's references (the whole pool) and repeats (its first `repeats` prompts), into
+/// `into`'s `references/` and `repeats/`; the platform.
 fn collect_platform(
-    b: &PackBuild,
+    ctx: &JobContext,
     o: &EndpointOptions,
-    sources: &mut BTreeMap<String, String>,
-    source: String,
+    into: &Path,
     lines: &Lines,
-) -> Result<(), AuditError> {
+) -> Result<String, AuditError> {
     let label = o
         .label
         .as_ref()
@@ -207,208 +361,224 @@ fn collect_platform(
         .ok_or_else(|| AuditError::EndpointWithoutLabel { url: o.url.clone() })?;
     (lines.status)(&format!(
         "collecting {} pool prompts for {label} from {}",
-        b.pool.probes.len(),
+        ctx.pool.probes.len(),
         o.url
     ));
     collect_into(
         o,
-        &b.pool,
-        &free_dir(&b.out.join(REFERENCES), &label),
-        b.command,
+        ctx.pool,
+        &free_dir(&into.join(REFERENCES), &label),
+        ctx.command,
     )?;
-    {
-        let first = ProbeSet {
-            probes: b
-                .pool
-                .probes
-                .iter()
-                .take(REPEATED_PROMPTS)
-                .cloned()
-                .collect(),
-            ..b.pool.clone()
-        };
-        collect_into(
-            o,
-            &first,
-            &free_dir(&b.out.join(REPEATS), &label),
-            b.command,
-        )?;
-    }
-    sources.insert(label, source);
-    Ok(())
+    let first = ProbeSet {
+        probes: ctx
+            .pool
+            .probes
+            .iter()
+            .take(REPEATED_PROMPTS)
+            .cloned()
+            .collect(),
+        ..ctx.pool.clone()
+    };
+    collect_into(
+        o,
+        &first,
+        &free_dir(&into.join(REPEATS), &label),
+        ctx.command,
+    )?;
+    Ok(label)
 }
 
 /// Build a pack in `b.out`; the pack and its summary.
 pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
-    let endpoints = trusted_endpoints(&b)?;
-    let gguf = match (&b.gguf, b.model.as_str()) {
-        // A model whose weights a registry packages: the fetched file.
+    let gguf = build_weights(&b)?;
+    let jobs = pack_jobs(&b)?;
+    needs_weights(&jobs, gguf.as_deref())?;
+    empty_out(b.out, b.force)?;
+    hspi_probe::write_probe_set(&b.out.join(POOL), &b.pool)?;
+    let weights = Weights::of(gguf.as_deref())?;
+    let ctx = JobContext {
+        model: &b.model,
+        gguf: weights.pair(),
+        llama_bin: b.llama_bin.as_deref(),
+        api_key: b.api_key.as_deref(),
+        pool: &b.pool,
+        command: b.command,
+    };
+    let mut sources = BTreeMap::new();
+    for job in &jobs {
+        let (label, source) = run_job(&ctx, job, b.out, lines)?;
+        sources.insert(label, source);
+    }
+    let spec = BuiltPack {
+        model: &b.model,
+        aliases: &b.aliases,
+        weights: &weights,
+        jobs: &jobs,
+        pool: &b.pool,
+        provenance: vec![b.command.to_string()],
+    };
+    seal_built(b.out, &spec, &sources, lines)
+}
+
+/// The weights local formats are made from: `--gguf`, else the fetched file of a model `hspi
+/// fetch` knows, where formats are asked for.
+pub(crate) fn build_weights(b: &PackBuild) -> Result<Option<PathBuf>, AuditError> {
+    Ok(match (&b.gguf, b.model.as_str()) {
         (None, model) if !b.formats.is_empty() => {
             hspi_collect::zoo::fetched_weights(model).transpose()?
         }
         (g, _) => g.clone(),
-    };
-    if b.formats.is_empty() && b.endpoints.is_empty() {
-        return Err(AuditError::NothingToBuild);
+    })
+}
+
+/// Refused before anything is written: formats to compute and no weights to compute them from.
+pub(crate) fn needs_weights(jobs: &[PackJob], gguf: Option<&Path>) -> Result<(), AuditError> {
+    let local = jobs.iter().any(|j| !matches!(j, PackJob::Endpoint { .. }));
+    match (local, gguf) {
+        (true, None) => Err(AuditError::FormatsWithoutWeights),
+        _ => Ok(()),
     }
-    if b.out.exists()
-        && std::fs::read_dir(b.out)
-            .map_err(AuditError::io(b.out))?
+}
+
+/// `out` made empty: refused where it holds anything, unless `force`.
+pub(crate) fn empty_out(out: &Path, force: bool) -> Result<(), AuditError> {
+    if out.exists()
+        && std::fs::read_dir(out)
+            .map_err(AuditError::io(out))?
             .next()
             .is_some()
     {
-        if !b.force {
+        if !force {
             return Err(AuditError::OutExists {
-                path: b.out.display().to_string(),
+                path: out.display().to_string(),
             });
         }
-        std::fs::remove_dir_all(b.out).map_err(AuditError::io(b.out))?;
+        std::fs::remove_dir_all(out).map_err(AuditError::io(out))?;
     }
-    std::fs::create_dir_all(b.out).map_err(AuditError::io(b.out))?;
-    hspi_probe::write_probe_set(&b.out.join(POOL), &b.pool)?;
-    let mut sources = BTreeMap::new();
-    let mut weights_sha256 = None;
-    let mut codec = None;
-    if let Some(gguf) = &gguf {
-        let sha = hspi_collect::zoo::sha256_file(gguf)?;
-        codec = Some(Codec::from_gguf(gguf)?);
-        weights_sha256 = Some(sha);
+    std::fs::create_dir_all(out).map_err(AuditError::io(out))
+}
+
+/// The weights of a build, read once: their sha256 and tokenizer.
+pub(crate) struct Weights {
+    path: Option<PathBuf>,
+    sha256: Option<String>,
+    codec: Option<Codec>,
+}
+
+impl Weights {
+    pub(crate) fn of(gguf: Option<&Path>) -> Result<Weights, AuditError> {
+        let Some(gguf) = gguf else {
+            return Ok(Weights {
+                path: None,
+                sha256: None,
+                codec: None,
+            });
+        };
+        Ok(Weights {
+            path: Some(gguf.to_path_buf()),
+            sha256: Some(hspi_collect::zoo::sha256_file(gguf)?),
+            codec: Some(Codec::from_gguf(gguf)?),
+        })
     }
-    if !b.formats.is_empty() {
-        let gguf = gguf
-            .as_ref()
-            .ok_or_else(|| AuditError::FormatsWithoutWeights)?;
-        let local = local_formats(&b.formats)?;
-        let llama: Vec<&String> = local
-            .iter()
-            .filter_map(|f| match f {
-                LocalFormat::Llama(f) => Some(f),
-                LocalFormat::Hspi(_) => None,
-            })
-            .collect();
-        for f in &local {
-            if let LocalFormat::Hspi(format) = f {
-                let (o, server) = hspi_engine(&b, gguf, *format)?;
-                let source = format!(
-                    "hspi's own engine (candle {}, {} as vLLM computes it) serving {}",
-                    hspi_collect::CANDLE_VERSION,
-                    format,
-                    gguf.file_name().unwrap_or_default().to_string_lossy()
-                );
-                collect_platform(&b, &o, &mut sources, source, lines)?;
-                drop(server);
-            }
-        }
-        let sha = weights_sha256.clone().unwrap_or_default();
-        let quants = work_dir().join(format!("quants-{}", &sha[..12.min(sha.len())]));
-        if !llama.is_empty() {
-            let build =
-                LlamaBuild::at(&b.llama_bin.clone().unwrap_or_else(LlamaBuild::default_dir))?;
-            // The file's own type is served as it is: requantising a K-quant mix is lossy.
-            let own = hspi_collect::zoo::read_gguf(gguf)
-                .ok()
-                .and_then(|c| hspi_collect::backend::candle_cpu::llama_file_format(&c));
-            for format in llama {
-                let as_is = own.is_some_and(|own| format.parse() == Ok(own));
-                let file = match as_is {
-                    true => gguf.to_path_buf(),
-                    false => build.quantize(gguf, format, &quants)?,
-                };
-                let server = LlamaServer::start(&build, &file, &b.model)?;
-                let o = EndpointOptions {
-                    label: Some(
-                        build
-                            .platform(format)
-                            .parse()
-                            .map_err(hspi_collect::CollectError::from)?,
-                    ),
-                    ..endpoint_defaults(&server.chat_url(), &b.model)
-                };
-                let how = match as_is {
-                    true => "as it is".to_string(),
-                    false => format!("requantised to {}", format.to_ascii_uppercase()),
-                };
-                let source = format!(
-                    "local llama-server (llama.cpp {}, {}) serving {} {how}",
-                    build.build,
-                    build.variant,
-                    gguf.file_name().unwrap_or_default().to_string_lossy(),
-                );
-                collect_platform(&b, &o, &mut sources, source, lines)?;
-            }
-        }
+
+    pub(crate) fn pair(&self) -> Option<(&Path, &str)> {
+        Some((self.path.as_deref()?, self.sha256.as_deref()?))
     }
-    for o in &endpoints {
-        collect_platform(
-            &b,
-            o,
-            &mut sources,
-            format!("trusted endpoint {}", o.url),
-            lines,
-        )?;
-    }
-    let counts = prompt_tokens(&b, &endpoints, codec.as_ref())?;
-    let tokens_path = b.out.join(PROMPT_TOKENS);
+}
+
+/// What a built pack's manifest says besides its platforms.
+pub(crate) struct BuiltPack<'a> {
+    pub model: &'a str,
+    pub aliases: &'a [String],
+    pub weights: &'a Weights,
+    pub jobs: &'a [PackJob],
+    pub pool: &'a ProbeSet,
+    pub provenance: Vec<String>,
+}
+
+/// The pool's token counts, the manifest, the classifier over every reference, the seal.
+pub(crate) fn seal_built(
+    out: &Path,
+    spec: &BuiltPack,
+    sources: &BTreeMap<String, String>,
+    lines: &Lines,
+) -> Result<Pack, AuditError> {
+    let endpoints: Vec<&str> = spec
+        .jobs
+        .iter()
+        .filter_map(|j| match j {
+            PackJob::Endpoint { url, .. } => Some(url.as_str()),
+            _ => None,
+        })
+        .collect();
+    let local = spec
+        .jobs
+        .iter()
+        .any(|j| !matches!(j, PackJob::Endpoint { .. }));
+    let counts = prompt_tokens(out, spec.pool, &endpoints, spec.weights.codec.as_ref())?;
+    let tokens_path = out.join(PROMPT_TOKENS);
     std::fs::write(
         &tokens_path,
         serde_json::to_string_pretty(&counts).expect("counts serialise"),
     )
     .map_err(AuditError::io(&tokens_path))?;
+    let family = engine_family(&sources.keys().cloned().collect::<Vec<_>>());
     let manifest = PackManifest {
         schema: SCHEMA,
         id: String::new(),
-        name: format!(
-            "{}-{}",
-            b.model.to_ascii_lowercase(),
-            engine_family(&sources.keys().cloned().collect::<Vec<_>>())
-        ),
+        name: format!("{}-{family}", spec.model.to_ascii_lowercase()),
         model: PackModel {
-            id: b.model.clone(),
-            aliases: b.aliases.clone(),
-            weights_sha256,
-            tokenizer_sha256: codec
+            id: spec.model.to_string(),
+            aliases: spec.aliases.to_vec(),
+            weights_sha256: spec.weights.sha256.clone(),
+            tokenizer_sha256: spec
+                .weights
+                .codec
                 .as_ref()
                 .and_then(|c| c.fingerprint().map(String::from)),
-            architecture: gguf
+            architecture: spec
+                .weights
+                .path
                 .as_deref()
-                .filter(|_| !b.formats.is_empty())
+                .filter(|_| local)
                 .and_then(|w| ModelConfig::of_weights(w).ok())
                 .map(|c| c.arch),
         },
-        engine: engine_family(&sources.keys().cloned().collect::<Vec<_>>()),
+        engine: family,
         hspi_version: env!("CARGO_PKG_VERSION").into(),
         created_unix: unix_now(),
         pool: PoolInfo {
-            probes: b.pool.probes.len(),
-            hash: b.pool.hash(),
+            probes: spec.pool.probes.len(),
+            hash: spec.pool.hash(),
             max_tokens: 0,
             top_logprobs: 0,
         },
         platforms: Vec::new(),
-        provenance: vec![b.command.to_string()],
+        provenance: spec.provenance.clone(),
         files: BTreeMap::new(),
     };
-    finish(b.out, manifest, &sources, &b.pool, lines)
+    finish(out, manifest, sources, spec.pool, lines)
 }
 
 /// hspi's own engine serving the pack's model at `format` on loopback, and how to ask it.
 fn hspi_engine(
-    b: &PackBuild,
+    model_id: &str,
     weights: &Path,
     format: NumericFormat,
 ) -> Result<(EndpointOptions, hspi_collect::serve::ServerHandle), AuditError> {
-    let model = Model::language_model(&b.model, weights)?;
+    let model = Model::language_model(model_id, weights)?;
     let platform =
         hspi_collect::backend::candle_cpu::language_model_platform(format).ok_or_else(|| {
             AuditError::FormatNotComputed {
                 format: format.to_string(),
-                model: b.model.clone(),
+                model: model_id.to_string(),
             }
         })?;
     let server = hspi_collect::serve::start(model, &platform, "127.0.0.1:0")?;
     let o = EndpointOptions {
         label: Some(platform),
-        ..endpoint_defaults(&format!("{}/chat/completions", server.base_url()), &b.model)
+        ..endpoint_defaults(&format!("{}/chat/completions", server.base_url()), model_id)
     };
     Ok((o, server))
 }
@@ -436,11 +606,12 @@ pub fn endpoint_defaults(url: &str, model: &str) -> EndpointOptions {
 /// The tokens each pool prompt is billed for: counted by hspi's tokenizer and the model's chat
 /// template (checked against the local engine's usage), else the trusted endpoint's usage.
 fn prompt_tokens(
-    b: &PackBuild,
-    endpoints: &[EndpointOptions],
+    out: &Path,
+    pool: &ProbeSet,
+    endpoints: &[&str],
     codec: Option<&Codec>,
 ) -> Result<PromptTokens, AuditError> {
-    let first_refs = match dataset_dirs(b.out, REFERENCES)?.first() {
+    let first_refs = match dataset_dirs(out, REFERENCES)?.first() {
         Some(d) => Dataset::open(d)?.records()?,
         None => Vec::new(),
     };
@@ -453,14 +624,14 @@ fn prompt_tokens(
         })
         .collect();
     let Some(codec) = codec else {
-        let url = endpoints.first().map_or("", |o| o.url.as_str());
+        let url = endpoints.first().copied().unwrap_or("");
         return Ok(PromptTokens {
             counted_by: format!("the usage reported by the trusted endpoint {url}"),
             counts: billed.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         });
     };
     let mut counts = BTreeMap::new();
-    for p in &b.pool.probes {
+    for p in &pool.probes {
         let ProbeInput::Prompt { text, .. } = &p.input else {
             continue;
         };

@@ -13,6 +13,49 @@ pub enum Command {
     --label remote-maker/vllm/bf16/bs1 --reference-endpoint https://maker.example/fp8/v1/chat/completions \\
     --label remote-maker/vllm/fp8-w8a8/bs1 --api-key-env MAKER_KEY --out my-pack")]
     Build(Box<BuildArgs>),
+    /// Plan a pack build for a cluster's scheduler: the jobs `pack build` would run (one per
+    /// platform) and the pool, in a directory every node sees (the same options as `pack build`;
+    /// --out is the plan's directory).
+    #[command(after_help = "Examples:
+  hspi pack plan --model my-model --gguf /shared/my-model.gguf --formats f16,q8_0,q4_0 --out /shared/plan
+  hspi pack slurm /shared/plan/plan.json --out pack.sbatch && sbatch --wait pack.sbatch
+  hspi pack assemble /shared/plan/plan.json --out my-pack")]
+    Plan(Box<BuildArgs>),
+    /// Write an sbatch array script for a pack plan: one task per job, each running `hspi pack
+    /// job PLAN --index $SLURM_ARRAY_TASK_ID`.
+    Slurm {
+        plan: PathBuf,
+        /// The hspi binary as the nodes see it (default: this one).
+        #[arg(long)]
+        hspi: Option<String>,
+        #[arg(long)]
+        partition: Option<String>,
+        /// Time limit per job, e.g. 02:00:00.
+        #[arg(long)]
+        time: Option<String>,
+        #[arg(long, default_value_t = 2)]
+        cpus_per_task: usize,
+        /// Ask a GPU for each task (engines started on it).
+        #[arg(long)]
+        gpus: bool,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run one job of a pack plan: start its engine, collect its platform's references into
+    /// the plan's shards/ (a finished job is kept, an unfinished one made again).
+    Job {
+        plan: PathBuf,
+        #[arg(long)]
+        index: usize,
+    },
+    /// Seal the pack of a plan from its finished jobs, as `pack build` would have.
+    Assemble {
+        plan: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        force: bool,
+    },
     /// Add reference datasets collected elsewhere (a GPU host, a Slurm shard) to a pack.
     Merge {
         pack: PathBuf,

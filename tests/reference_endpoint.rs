@@ -250,4 +250,39 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
     );
     let tokens = t[1]["max_output_tokens"].as_u64().unwrap();
     assert!(tokens <= 48 + 8, "vLLM bf16 sold as fp16: {tokens} tokens");
+
+    // The reverse: llama.cpp as the auditor's engine for a vLLM provider. The same answers,
+    // their f16 references from the F16 llama-server (`--reference-server`, one request per
+    // position) beside hspi's own bf16: claimed bf16 never accused, sold as fp16 caught.
+    let answers = tmp.path().join("vllm-bf16/answers");
+    let refs = tmp.path().join("vllm-bf16/llama-references");
+    let spec = format!("{}={}", f16.url, llama::build("avx2").platform("f16"));
+    let mut server = ReferenceEngine::llama_server(&spec).unwrap();
+    server.check().unwrap();
+    let bf16_only: Vec<hspi_datasets::NumericFormat> = vec!["bf16".parse().unwrap()];
+    common::fresh::references_of(
+        "smollm2",
+        &llama::smollm2_gguf(),
+        &answers,
+        &bf16_only,
+        vec![server],
+        &refs,
+    );
+    let t: Vec<_> = ["*/*/bf16/*", "*/*/fp16/*"]
+        .iter()
+        .map(|c| common::fresh::replayed(&answers, &refs, c, 64))
+        .collect();
+    // docs/how-hspi-decides.md#fig-reference-endpoint.
+    assert_eq!(common::fresh::verdicts(&t[0], "mismatch"), 0, "{}", t[0]);
+    common::assert_stated_live(
+        &format!("vLLM bf16 claimed bf16, llama-server's f16 beside: {}", t[0]),
+        common::fresh::verdicts(&t[0], "consistent"),
+        200,
+    );
+    assert_eq!(common::fresh::verdicts(&t[1], "consistent"), 0, "{}", t[1]);
+    common::assert_stated_live(
+        &format!("vLLM bf16 sold as fp16, llama-server's f16 beside: {}", t[1]),
+        common::fresh::verdicts(&t[1], "mismatch"),
+        200,
+    );
 }

@@ -62,6 +62,21 @@ pub fn answers_with_engines(
     hspi_probe::write_probe_set(&file, &probes).unwrap();
     let answers = super::chat_answers_of(model, base, &file, &out.join("answers"));
     let refs = out.join("references");
+    references_of(model, weights, &answers, formats, servers, &refs);
+    (answers, refs)
+}
+
+/// References at `formats` and from `servers` on the tokens of the answers in `answers` (to
+/// the prompts of its probe set), written to `refs`.
+pub fn references_of(
+    model: &str,
+    weights: &Path,
+    answers: &Path,
+    formats: &[NumericFormat],
+    servers: Vec<hspi_collect::teacher_forced::ReferenceEngine>,
+    refs: &Path,
+) {
+    let probes = Dataset::open(answers).unwrap().probe_set().unwrap();
     let info = hspi_collect::Model::language_model(model, weights)
         .unwrap()
         .info();
@@ -77,16 +92,15 @@ pub fn answers_with_engines(
         engines,
         info,
         &probes,
-        &refs,
+        refs,
         OpenMode::Create,
         "tests/common/fresh.rs",
     )
     .unwrap();
-    for r in Dataset::open(&answers).unwrap().records().unwrap() {
+    for r in Dataset::open(answers).unwrap().records().unwrap() {
         forced.references(&r).unwrap();
     }
     forced.finish().unwrap();
-    (answers, refs)
 }
 
 /// 200 audits over the answers in random orders, each stopping at `max_tokens` output tokens.

@@ -275,13 +275,19 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
     // docs/how-hspi-decides.md#fig-reference-endpoint.
     assert_eq!(common::fresh::verdicts(&t[0], "mismatch"), 0, "{}", t[0]);
     common::assert_stated_live(
-        &format!("vLLM bf16 claimed bf16, llama-server's f16 beside: {}", t[0]),
+        &format!(
+            "vLLM bf16 claimed bf16, llama-server's f16 beside: {}",
+            t[0]
+        ),
         common::fresh::verdicts(&t[0], "consistent"),
         200,
     );
     assert_eq!(common::fresh::verdicts(&t[1], "consistent"), 0, "{}", t[1]);
     common::assert_stated_live(
-        &format!("vLLM bf16 sold as fp16, llama-server's f16 beside: {}", t[1]),
+        &format!(
+            "vLLM bf16 sold as fp16, llama-server's f16 beside: {}",
+            t[1]
+        ),
         common::fresh::verdicts(&t[1], "mismatch"),
         200,
     );

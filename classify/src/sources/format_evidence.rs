@@ -47,7 +47,7 @@ pub const BASE_REACH: f64 = 0.1;
 /// Which of the model's reference platforms stand for which format.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FormatReferences {
-    /// (format, index into the spec's references); the base (widest format) first.
+    /// (format, index into the spec's references); the base first (the finest format within a change of engine's reach, else the widest).
     formats: Vec<(NumericFormat, usize)>,
 }
 
@@ -64,8 +64,15 @@ impl FormatReferences {
                 formats.push((p.format, i));
             }
         }
-        // NumericFormat is declared from the widest format to the narrowest.
+        // NumericFormat is declared from the widest format to the narrowest; the base is the
+        // finest within a change of engine's reach where there is one (f16 before bf16: with
+        // llama.cpp's f16 and hspi's bf16 alone, bf16 as the base made vLLM's honest bf16
+        // answers, each engine's own bf16 rounding, look like f16's pattern: accused 200/200).
         formats.sort_by_key(|(f, _)| *f);
+        if let Some(at) = formats.iter().position(|(f, _)| within_engine_noise(*f)) {
+            let base = formats.remove(at);
+            formats.insert(0, base);
+        }
         let covered = classes
             .iter()
             .flat_map(|c| &c.members)
@@ -357,6 +364,11 @@ mod tests {
             "no q4_0 reference"
         );
         assert_eq!(FormatReferences::new(&refs()[..1], &classes[..1]), None);
+        // Without f32, f16 (a change of engine's reach) is the base, not the wider bf16.
+        let two = ["cpu-avx2/candle-1/bf16/bs1", "cpu-avx2/llamacpp-1/f16/bs1"].map(String::from);
+        let classes: Vec<ClassLabel> = two.iter().map(|r| class(r)).collect();
+        let f = FormatReferences::new(&two, &classes).unwrap();
+        assert_eq!(f.formats(), vec![NumericFormat::F16, NumericFormat::Bf16]);
     }
 
     #[test]

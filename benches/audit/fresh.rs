@@ -2,12 +2,14 @@
 //! on 2 cores, references included, when Q8_0 is sold as F16 (llama.cpp's four formats, and every
 //! format of the shipped pack); and what references on the provider's tokens cost per audited
 //! token: hspi's own engines (one causal pass per answer and format) against a llama-server
-//! computing the same F16 references (one request per position, its prompt cache on).
+//! computing the same F16 references (one request per position, its prompt cache on) and a
+//! vLLM-CPU fp32 endpoint scoring the answers with prompt logprobs (`--reference-endpoint`, one
+//! request per answer).
 
 use std::path::Path;
 use std::time::Instant;
 
-use hspi_collect::teacher_forced::ForcedReferences;
+use hspi_collect::teacher_forced::{ForcedReferences, ReferenceEngine};
 use hspi_datasets::{Dataset, NumericFormat, ProbeInput};
 
 use super::common::{self, llama};
@@ -139,6 +141,27 @@ pub fn run(t: &Path) -> serde_json::Value {
         llama_server_references(&f16.url, context, *prompt);
     }
     let llama_s = started.elapsed().as_secs_f64();
+    // vLLM-CPU at fp32 as the reference endpoint, on the same answers: its own process on the
+    // same two cores, started before the clock.
+    let vllm = common::vllm::Vllm::start("float32");
+    let spec = format!("{}=cpu-avx2/vllm-0.32.0/f32/bs1", vllm.url);
+    let mut engine = ReferenceEngine::endpoint(&spec, None).unwrap();
+    engine.check().unwrap();
+    let mut endpoint = ForcedReferences::open(
+        "smollm2",
+        &llama::smollm2_gguf(),
+        &[],
+        vec![engine],
+        None,
+        hspi_collect::residency::Residency::Resident,
+    )
+    .unwrap();
+    let started = Instant::now();
+    for r in &records {
+        endpoint.score(&inputs[&r.probe_id], r, 5).unwrap();
+    }
+    let vllm_s = started.elapsed().as_secs_f64();
+    drop(vllm);
     let per_token = |s: f64| 1e3 * s / positions.max(1) as f64;
     println!(
         "\n| fresh-prompt audit (bench 7) | hspi | baseline | note |\n| --- | --- | --- | --- |"
@@ -156,10 +179,11 @@ pub fn run(t: &Path) -> serde_json::Value {
         exact[1]
     );
     println!(
-        "| references per audited token, {FORMATS} | {:.0} ms (all four; {:.0} ms per format), engines loaded in {load_s:.1} s | llama-server F16: {:.0} ms per token (one request per position) | {ANSWERS} answers, {positions} tokens |",
+        "| references per audited token, {FORMATS} | {:.0} ms (all four; {:.0} ms per format), engines loaded in {load_s:.1} s | llama-server F16: {:.0} ms per token (one request per position); vLLM-CPU fp32 endpoint: {:.0} ms per token (one request per answer) | {ANSWERS} answers, {positions} tokens |",
         per_token(hspi_s),
         per_token(hspi_s) / formats.len() as f64,
-        per_token(llama_s)
+        per_token(llama_s),
+        per_token(vllm_s)
     );
     serde_json::json!({
         "audit_s_four_formats": four, "audit_s_every_format": every,
@@ -168,6 +192,7 @@ pub fn run(t: &Path) -> serde_json::Value {
         "references_ms_per_token_per_format": per_token(hspi_s) / formats.len() as f64,
         "engines_load_s": load_s,
         "llama_server_f16_ms_per_token": per_token(llama_s),
+        "vllm_f32_endpoint_ms_per_token": per_token(vllm_s),
         "positions": positions,
     })
 }

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use super::dimension::Dimension;
 use super::error::FieldError;
-use super::kv_cache::{self, CachedWeights, KvCache, KV_SEPARATOR};
+use super::kv_cache::{KvCache, KV_SEPARATOR};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NumericFormat {
@@ -147,7 +147,7 @@ impl fmt::Display for NumericFormat {
 impl FromStr for NumericFormat {
     type Err = FieldError;
     fn from_str(s: &str) -> Result<Self, FieldError> {
-        if let Some(cached) = kv_cache::parse(s) {
+        if let Some(cached) = parse_cached(s) {
             return cached;
         }
         let formats = NumericFormat::all();
@@ -173,5 +173,94 @@ impl FromStr for NumericFormat {
             .ok_or_else(|| {
                 FieldError::new(Dimension::Format, format!("unknown numeric format '{s}'"))
             })
+    }
+}
+
+/// The weights' formats a quantised cache is named beside: the float formats and llama.cpp's
+/// (the market's schemes name their own activation handling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CachedWeights {
+    F32,
+    Bf16,
+    F16,
+    Gguf(GgufType),
+}
+
+impl CachedWeights {
+    pub const fn format(self) -> NumericFormat {
+        match self {
+            CachedWeights::F32 => NumericFormat::F32,
+            CachedWeights::Bf16 => NumericFormat::Bf16,
+            CachedWeights::F16 => NumericFormat::F16,
+            CachedWeights::Gguf(t) => NumericFormat::Gguf(t),
+        }
+    }
+
+    /// The weights of `format`, where a quantised cache can be named beside it.
+    pub fn of(format: NumericFormat) -> Option<CachedWeights> {
+        Some(match format {
+            NumericFormat::F32 => CachedWeights::F32,
+            NumericFormat::Bf16 => CachedWeights::Bf16,
+            NumericFormat::F16 => CachedWeights::F16,
+            NumericFormat::Gguf(t) => CachedWeights::Gguf(t),
+            _ => return None,
+        })
+    }
+}
+
+/// `WEIGHTS+kv-CACHE` read, where `s` names a cache; None where it does not.
+fn parse_cached(s: &str) -> Option<Result<NumericFormat, FieldError>> {
+    let (weights, cache) = s.split_once(KV_SEPARATOR)?;
+    Some((|| {
+        let format: NumericFormat = weights.parse()?;
+        let weights = CachedWeights::of(format).ok_or_else(|| {
+            FieldError::new(
+                Dimension::Format,
+                format!(
+                    "a KV cache is named beside f32, bf16, f16 or a llama.cpp type, not '{format}'"
+                ),
+            )
+        })?;
+        Ok(NumericFormat::KvCached {
+            weights,
+            cache: cache.parse()?,
+        })
+    })())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cached_format_round_trips_and_keeps_its_weights() {
+        for s in [
+            "f16+kv-q8_0",
+            "f16+kv-q4_0",
+            "q4_k_m+kv-q8_0",
+            "bf16+kv-fp8-e4m3",
+            "f32+kv-fp8-e5m2",
+        ] {
+            let f: NumericFormat = s.parse().unwrap_or_else(|e| panic!("{s}: {e:?}"));
+            assert_eq!(f.to_string(), s);
+            assert_eq!(f.weights().to_string(), s.split('+').next().unwrap());
+            assert_eq!(
+                f.kv_cache().map(|c| c.to_string()).as_deref(),
+                s.split("+kv-").nth(1)
+            );
+        }
+        assert_eq!("f16".parse::<NumericFormat>().unwrap().kv_cache(), None);
+    }
+
+    #[test]
+    fn a_cache_beside_a_market_scheme_or_of_an_unknown_type_is_refused_by_name() {
+        let e = "int8-w8a8+kv-q8_0".parse::<NumericFormat>().unwrap_err();
+        assert!(e.reason.contains("not 'int8-w8a8'"), "{}", e.reason);
+        let e = "f16+kv-q3_k".parse::<NumericFormat>().unwrap_err();
+        assert!(
+            e.reason.contains("unknown KV cache format 'q3_k'"),
+            "{}",
+            e.reason
+        );
     }
 }

@@ -172,4 +172,11 @@ mod tests {
             .into_iter()
             .all(|f| !FormatFamily::Fp6.covers(f) && !FormatFamily::MxFp8.covers(f)));
     }
+
+    #[test]
+    fn no_router_word_covers_a_quantised_cache() {
+        let f: NumericFormat = "f16+kv-q8_0".parse().unwrap();
+        assert!(FormatFamily::ALL.iter().all(|fam| !fam.covers(f)));
+        assert!(FormatFamily::Fp16.covers(NumericFormat::F16));
+    }
 }

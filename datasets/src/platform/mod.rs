@@ -23,12 +23,12 @@ pub use engine::{Engine, EngineKind};
 pub use error::{
     slugify, FieldError, PartCount, PatternParseError, PlatformParseError, PLATFORM_FORMS,
 };
-pub use format::{GgufType, NumericFormat};
+pub use format::{CachedWeights, GgufType, NumericFormat};
 pub use format_family::FormatFamily;
 pub use format_spec::{EvidenceClass, FormatSpec};
 pub use hardware::Hardware;
 pub use kernel::{Accumulator, KernelOptions, ReductionOrder};
-pub use kv_cache::{CachedWeights, KvCache};
+pub use kv_cache::KvCache;
 pub use pattern::PlatformPattern;
 
 use error::split_fields;

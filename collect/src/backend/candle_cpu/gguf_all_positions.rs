@@ -275,7 +275,7 @@ impl GgufAllPositions {
         let kv_cache = kv_cache
             .map(|c| KvRounding::new(c, config.head_dim))
             .transpose()
-            .map_err(bad)?;
+            .map_err(|e| bad(e.to_string()))?;
         let eps = f64::from(config.rms_eps);
         let (heads, kv_heads, hidden, blocks) =
             (config.heads, config.kv_heads, config.hidden, config.layers);

@@ -21,6 +21,15 @@ use crate::error::{CollectError, Result};
 /// Values per block of q8_0 and q4_0.
 const BLOCK: usize = 32;
 
+/// Why this engine does not compute a cache for a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KvRefused {
+    #[error("hspi computes llama.cpp's q8_0 and q4_0 KV caches, not {0}")]
+    NotComputed(KvCache),
+    #[error("a {cache} KV cache rounds blocks of {BLOCK} values along each head, and this model's heads are {head_dim} wide")]
+    HeadsSplitBlocks { cache: KvCache, head_dim: usize },
+}
+
 /// Where the rotation starts: heads a multiple of this wide are turned.
 const ROTATION: usize = 64;
 
@@ -38,16 +47,12 @@ pub struct KvRounding {
 impl KvRounding {
     /// The rounding of `cache` for heads of `head_dim` values; an error naming why where this
     /// engine does not compute it.
-    pub fn new(cache: KvCache, head_dim: usize) -> std::result::Result<KvRounding, String> {
+    pub fn new(cache: KvCache, head_dim: usize) -> std::result::Result<KvRounding, KvRefused> {
         if !matches!(cache, KvCache::Q8_0 | KvCache::Q4_0) {
-            return Err(format!(
-                "hspi computes llama.cpp's q8_0 and q4_0 KV caches, not {cache}"
-            ));
+            return Err(KvRefused::NotComputed(cache));
         }
         if !head_dim.is_multiple_of(BLOCK) {
-            return Err(format!(
-                "a {cache} KV cache rounds blocks of {BLOCK} values along each head, and this model's heads are {head_dim} wide"
-            ));
+            return Err(KvRefused::HeadsSplitBlocks { cache, head_dim });
         }
         // `llama_kv_cache`'s `n_rot_k` and `n_rot_v`.
         let turned = head_dim.is_multiple_of(ROTATION);
@@ -259,9 +264,11 @@ mod tests {
 
     #[test]
     fn heads_that_split_a_block_and_caches_it_does_not_compute_are_refused_by_name() {
-        let e = KvRounding::new(KvCache::Q8_0, 24).unwrap_err();
+        let e = KvRounding::new(KvCache::Q8_0, 24).unwrap_err().to_string();
         assert!(e.contains("24 wide"), "{e}");
-        let e = KvRounding::new(KvCache::Fp8E4m3, 64).unwrap_err();
+        let e = KvRounding::new(KvCache::Fp8E4m3, 64)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not fp8-e4m3"), "{e}");
     }
 }

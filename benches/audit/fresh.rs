@@ -173,7 +173,7 @@ pub fn run(t: &Path) -> serde_json::Value {
     println!(
         "| the same, the first audit of these weights (requantises and keeps Q8_0, Q4_0) | {first:.1} s | | an empty HSPI_CACHE |"
     );
-    println!("| the same, every format of the shipped pack (12) | {every:.1} s | | |");
+    println!("| the same, every format of the shipped pack (cold: its market formats made and kept) | {every:.1} s | | |");
     println!(
         "| honest F16 with `--reference-server` (a second F16 llama-server, bit for bit) | {:.1} s median of 3 | | |",
         exact[1]

@@ -47,6 +47,28 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// `sbatch --wait` of `script`, its tasks' `logs` shown where it fails.
+    fn run_array(&self, script: &Path, logs: &[PathBuf]) {
+        let submitted = Command::new("sbatch")
+            .env("SLURM_CONF", &self.conf)
+            .arg("--wait")
+            .arg(script)
+            .output()
+            .unwrap();
+        let logs: String = logs
+            .iter()
+            .map(|l| std::fs::read_to_string(l).unwrap_or_default())
+            .collect();
+        assert!(
+            submitted.status.success(),
+            "sbatch: {}{}\ntask logs:\n{logs}",
+            String::from_utf8_lossy(&submitted.stdout),
+            String::from_utf8_lossy(&submitted.stderr)
+        );
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -88,23 +110,11 @@ fn a_slurm_array_over_four_shards_merges_into_the_one_machine_dataset() {
     ]);
     let text = std::fs::read_to_string(&script).unwrap();
     assert!(text.contains("#SBATCH --array=0-3"), "{text}");
-    let submitted = Command::new("sbatch")
-        .env("SLURM_CONF", &cluster.conf)
-        .arg("--wait")
-        .arg(&script)
-        .output()
-        .unwrap();
-    let logs: String = (0..4)
-        .map(|i| {
-            std::fs::read_to_string(plan_dir.join(format!("logs/shard-{i}.log")))
-                .unwrap_or_default()
-        })
-        .collect();
-    assert!(
-        submitted.status.success(),
-        "sbatch: {}{}\nshard logs:\n{logs}",
-        String::from_utf8_lossy(&submitted.stdout),
-        String::from_utf8_lossy(&submitted.stderr)
+    cluster.run_array(
+        &script,
+        &(0..4)
+            .map(|i| plan_dir.join(format!("logs/shard-{i}.log")))
+            .collect::<Vec<_>>(),
     );
     let shards: Vec<String> = (0..4)
         .map(|i| {
@@ -307,22 +317,11 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
     ]);
     let text = std::fs::read_to_string(&script).unwrap();
     assert!(text.contains("#SBATCH --array=0-1"), "{text}");
-    let submitted = Command::new("sbatch")
-        .env("SLURM_CONF", &cluster.conf)
-        .arg("--wait")
-        .arg(&script)
-        .output()
-        .unwrap();
-    let logs: String = (0..2)
-        .map(|i| {
-            std::fs::read_to_string(plan_dir.join(format!("logs/job-{i}.log"))).unwrap_or_default()
-        })
-        .collect();
-    assert!(
-        submitted.status.success(),
-        "sbatch: {}{}\njob logs:\n{logs}",
-        String::from_utf8_lossy(&submitted.stdout),
-        String::from_utf8_lossy(&submitted.stderr)
+    cluster.run_array(
+        &script,
+        &(0..2)
+            .map(|i| plan_dir.join(format!("logs/job-{i}.log")))
+            .collect::<Vec<_>>(),
     );
     ok(&[
         "pack",

@@ -40,8 +40,7 @@ pub use pack_build::{
     REPEATED_PROMPTS,
 };
 pub use pack_plan::{
-    assemble_pack, pack_slurm_script, plan_pack, read_plan, run_pack_job, PackPlan,
-    PackSlurmOptions, PLAN_FILE,
+    assemble_pack, pack_slurm_script, plan_pack, read_plan, run_pack_job, PackPlan, PLAN_FILE,
 };
 pub use setup::{load_references, repeat_verify_datasets, verify_datasets, VerifySetup};
 pub use train::{train, TrainOptions, TrainSpec, Trained};

@@ -162,6 +162,13 @@ pub enum PackJob {
     Endpoint { url: String, label: String },
 }
 
+impl PackJob {
+    /// Whether it computes here from the weights (not a trusted endpoint).
+    pub fn is_local(&self) -> bool {
+        !matches!(self, PackJob::Endpoint { .. })
+    }
+}
+
 impl std::fmt::Display for PackJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -434,7 +441,7 @@ pub(crate) fn build_weights(b: &PackBuild) -> Result<Option<PathBuf>, AuditError
 
 /// Refused before anything is written: formats to compute and no weights to compute them from.
 pub(crate) fn needs_weights(jobs: &[PackJob], gguf: Option<&Path>) -> Result<(), AuditError> {
-    let local = jobs.iter().any(|j| !matches!(j, PackJob::Endpoint { .. }));
+    let local = jobs.iter().any(PackJob::is_local);
     match (local, gguf) {
         (true, None) => Err(AuditError::FormatsWithoutWeights),
         _ => Ok(()),
@@ -512,10 +519,7 @@ pub(crate) fn seal_built(
             _ => None,
         })
         .collect();
-    let local = spec
-        .jobs
-        .iter()
-        .any(|j| !matches!(j, PackJob::Endpoint { .. }));
+    let local = spec.jobs.iter().any(PackJob::is_local);
     let counts = prompt_tokens(out, spec.pool, &endpoints, spec.weights.codec.as_ref())?;
     let tokens_path = out.join(PROMPT_TOKENS);
     std::fs::write(

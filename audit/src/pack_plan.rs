@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use hspi_collect::atlas::slurm::{self, SlurmOptions};
 use hspi_datasets::ProbeSet;
 use hspi_pack::{copy_tree, Pack, POOL, REFERENCES, REPEATS};
 
@@ -140,22 +141,26 @@ fn shard_dir(plan: &Path, index: usize) -> PathBuf {
     base(plan).join(SHARDS).join(format!("job-{index:03}"))
 }
 
-/// The weights a plan names, checked to be the ones it was planned with.
+/// Refused where the weights' digest `sha` is not the one the plan was made with.
+fn check_planned(path: &Path, plan: &PackPlan, sha: Option<&str>) -> Result<(), AuditError> {
+    match (plan.gguf.as_deref(), sha, plan.weights_sha256.as_deref()) {
+        (Some(gguf), Some(sha), Some(planned)) if sha != planned => Err(AuditError::BadPackPlan {
+            path: path.display().to_string(),
+            reason: format!(
+                "{} changed since it was planned (sha256 {}, the plan's {})",
+                gguf.display(),
+                hspi_datasets::short_id(sha),
+                hspi_datasets::short_id(planned)
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The weights a plan names, with their tokenizer, checked to be the ones it was planned with.
 fn plan_weights(path: &Path, plan: &PackPlan) -> Result<Weights, AuditError> {
     let weights = Weights::of(plan.gguf.as_deref())?;
-    if let (Some((gguf, sha)), Some(planned)) = (weights.pair(), &plan.weights_sha256) {
-        if sha != planned {
-            return Err(AuditError::BadPackPlan {
-                path: path.display().to_string(),
-                reason: format!(
-                    "{} changed since it was planned (sha256 {}, the plan's {})",
-                    gguf.display(),
-                    hspi_datasets::short_id(sha),
-                    hspi_datasets::short_id(planned)
-                ),
-            });
-        }
-    }
+    check_planned(path, plan, weights.pair().map(|(_, sha)| sha))?;
     Ok(weights)
 }
 
@@ -179,12 +184,18 @@ pub fn run_pack_job(path: &Path, index: usize, lines: &Lines) -> Result<String, 
     }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(AuditError::io(&dir))?;
-    let weights = plan_weights(path, &plan)?;
+    // The digest alone: a job needs no tokenizer.
+    let sha = plan
+        .gguf
+        .as_deref()
+        .map(hspi_collect::zoo::sha256_file)
+        .transpose()?;
+    check_planned(path, &plan, sha.as_deref())?;
     let api_key = hspi_collect::session::api_key_from_env(plan.api_key_env.as_deref())?;
     let command = format!("{} (job {index})", plan.command);
     let ctx = JobContext {
         model: &plan.model,
-        gguf: weights.pair(),
+        gguf: plan.gguf.as_deref().zip(sha.as_deref()),
         llama_bin: plan.llama_bin.as_deref(),
         api_key: api_key.as_deref(),
         pool: &pool,
@@ -262,42 +273,18 @@ pub fn assemble_pack(
     seal_built(out, &spec, &sources, lines)
 }
 
-/// What the array's script asks of the scheduler.
-pub struct PackSlurmOptions {
-    /// The hspi binary as the nodes see it.
-    pub hspi: String,
-    pub partition: Option<String>,
-    pub time: Option<String>,
-    pub cpus_per_task: usize,
-    /// A GPU per task (an engine the task starts on it).
-    pub gpus: bool,
-}
-
-/// An `sbatch` array for the plan at `path`: one task per job, logs beside the plan.
-pub fn pack_slurm_script(path: &Path, o: &PackSlurmOptions) -> Result<String, AuditError> {
+/// An `sbatch` array for the plan at `path`: one task per job, logs beside the plan; a GPU per
+/// task where `gpus` (an engine the task starts on it).
+pub fn pack_slurm_script(path: &Path, o: &SlurmOptions, gpus: bool) -> Result<String, AuditError> {
     let (plan, _) = read_plan(path)?;
     let path = std::path::absolute(path).map_err(AuditError::io(path))?;
-    let dir = base(&path);
-    let mut s = String::from("#!/bin/bash\n");
-    s.push_str(&format!("#SBATCH --job-name=hspi-pack-{}\n", plan.model));
-    s.push_str(&format!(
-        "#SBATCH --array=0-{}\n",
-        plan.jobs.len().saturating_sub(1)
-    ));
-    s.push_str(&format!(
-        "#SBATCH --output={}/logs/job-%a.log\n",
-        dir.display()
-    ));
-    s.push_str(&format!("#SBATCH --cpus-per-task={}\n", o.cpus_per_task));
-    if let Some(p) = &o.partition {
-        s.push_str(&format!("#SBATCH --partition={p}\n"));
-    }
-    if let Some(t) = &o.time {
-        s.push_str(&format!("#SBATCH --time={t}\n"));
-    }
-    if o.gpus {
-        s.push_str("#SBATCH --gres=gpu:1\n");
-    }
+    let mut s = slurm::header(
+        &format!("hspi-pack-{}", plan.model),
+        plan.jobs.len(),
+        &base(&path).join("logs/job-%a.log"),
+        o,
+        gpus,
+    );
     for (i, job) in plan.jobs.iter().enumerate() {
         s.push_str(&format!("# job {i}: {job}\n"));
     }

@@ -27,16 +27,8 @@ pub enum Command {
     /// Write an sbatch array script: one task per shard.
     Slurm {
         plan: PathBuf,
-        /// The hspi binary as the nodes see it (default: this one).
-        #[arg(long)]
-        hspi: Option<String>,
-        #[arg(long)]
-        partition: Option<String>,
-        /// Time limit per shard, e.g. 02:00:00.
-        #[arg(long)]
-        time: Option<String>,
-        #[arg(long, default_value_t = 2)]
-        cpus_per_task: usize,
+        #[command(flatten)]
+        slurm: SlurmArgs,
         #[arg(long)]
         out: PathBuf,
     },
@@ -55,4 +47,19 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// What an sbatch array asks of the scheduler (`atlas slurm`, `pack slurm`).
+#[derive(Debug, clap::Args)]
+pub struct SlurmArgs {
+    /// The hspi binary as the nodes see it (default: this one).
+    #[arg(long)]
+    pub hspi: Option<String>,
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Time limit per task, e.g. 02:00:00.
+    #[arg(long)]
+    pub time: Option<String>,
+    #[arg(long, default_value_t = 2)]
+    pub cpus_per_task: usize,
 }

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::atlas::SlurmArgs;
+
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Build a pack: references computed here (--formats: llama.cpp's and hspi's own engine's)
@@ -25,16 +27,8 @@ pub enum Command {
     /// job PLAN --index $SLURM_ARRAY_TASK_ID`.
     Slurm {
         plan: PathBuf,
-        /// The hspi binary as the nodes see it (default: this one).
-        #[arg(long)]
-        hspi: Option<String>,
-        #[arg(long)]
-        partition: Option<String>,
-        /// Time limit per job, e.g. 02:00:00.
-        #[arg(long)]
-        time: Option<String>,
-        #[arg(long, default_value_t = 2)]
-        cpus_per_task: usize,
+        #[command(flatten)]
+        slurm: SlurmArgs,
         /// Ask a GPU for each task (engines started on it).
         #[arg(long)]
         gpus: bool,

@@ -204,7 +204,9 @@ impl ForcedReferences {
         let wanted: Vec<Platform> = {
             let mut out = Vec::new();
             for f in formats {
-                let p = crate::backend::candle_cpu::forced_platform(*f).ok_or_else(|| {
+                let listed = platforms.iter().find(|p| p.format == *f).cloned();
+                let cached = || crate::backend::candle_cpu::kv_cached_platform(*f);
+                let p = listed.or_else(cached).ok_or_else(|| {
                     CollectError::Unsupported {
                         platform: f.to_string(),
                         model: model_id.clone(),

@@ -2,10 +2,21 @@
 
 use std::process::ExitCode;
 
-use hspi_cli::atlas::Command;
+use hspi_cli::atlas::{Command, SlurmArgs};
 use hspi_collect::atlas::{k8s, slurm, write_job};
 
 use crate::printer;
+
+/// The array's options, the hspi binary this one unless named.
+pub fn slurm_options(a: SlurmArgs) -> anyhow::Result<slurm::SlurmOptions> {
+    let here = || std::env::current_exe().map(|p| p.display().to_string());
+    Ok(slurm::SlurmOptions {
+        hspi: a.hspi.map_or_else(here, Ok)?,
+        partition: a.partition,
+        time: a.time,
+        cpus_per_task: a.cpus_per_task,
+    })
+}
 
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
     let out = match c {
@@ -22,21 +33,8 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             printer::status(&summary);
             path
         }
-        Command::Slurm {
-            plan,
-            hspi,
-            partition,
-            time,
-            cpus_per_task,
-            out,
-        } => {
-            let here = || std::env::current_exe().map(|p| p.display().to_string());
-            let o = slurm::SlurmOptions {
-                hspi: hspi.map_or_else(here, Ok)?,
-                partition,
-                time,
-                cpus_per_task,
-            };
+        Command::Slurm { plan, slurm, out } => {
+            let o = slurm_options(slurm)?;
             write_job(&plan, &out, |p, path| Ok(slurm::script(p, path, &o)))?;
             out
         }

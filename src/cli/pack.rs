@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use hspi_audit::{
     assemble_pack, build_pack, merge_into_pack, pack_slurm_script, plan_pack, run_pack_job,
-    PackBuild, PackSlurmOptions,
+    PackBuild,
 };
 use hspi_cli::command_line;
 use hspi_cli::pack::{BuildArgs, Command};
@@ -52,22 +52,12 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
         Command::Plan(a) => return plan(*a).map(|_| ExitCode::SUCCESS),
         Command::Slurm {
             plan,
-            hspi,
-            partition,
-            time,
-            cpus_per_task,
+            slurm,
             gpus,
             out,
         } => {
-            let here = || std::env::current_exe().map(|p| p.display().to_string());
-            let o = PackSlurmOptions {
-                hspi: hspi.map_or_else(here, Ok)?,
-                partition,
-                time,
-                cpus_per_task,
-                gpus,
-            };
-            let script = pack_slurm_script(&plan, &o)?;
+            let o = super::atlas::slurm_options(slurm)?;
+            let script = pack_slurm_script(&plan, &o, gpus)?;
             std::fs::write(&out, script).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
             printer::data(&out.display().to_string());
             return Ok(ExitCode::SUCCESS);

@@ -13,19 +13,13 @@ pub struct SlurmOptions {
     pub cpus_per_task: usize,
 }
 
-pub fn script(plan: &Plan, plan_path: &Path, o: &SlurmOptions) -> String {
-    let base = Plan::base(plan_path);
-    let gpus = plan.shards.iter().any(|s| s.node == "gpu");
+/// An array script's `#SBATCH` lines: `tasks` tasks named `name`, each logging to `log` (`%a`
+/// the task index), with `o`'s partition, time and CPUs, and a GPU each where `gpus`.
+pub fn header(name: &str, tasks: usize, log: &Path, o: &SlurmOptions, gpus: bool) -> String {
     let mut s = String::from("#!/bin/bash\n");
-    s.push_str(&format!("#SBATCH --job-name=hspi-atlas-{}\n", plan.model));
-    s.push_str(&format!(
-        "#SBATCH --array=0-{}\n",
-        plan.shards.len().saturating_sub(1)
-    ));
-    s.push_str(&format!(
-        "#SBATCH --output={}/logs/shard-%a.log\n",
-        base.display()
-    ));
+    s.push_str(&format!("#SBATCH --job-name={name}\n"));
+    s.push_str(&format!("#SBATCH --array=0-{}\n", tasks.saturating_sub(1)));
+    s.push_str(&format!("#SBATCH --output={}\n", log.display()));
     s.push_str(&format!("#SBATCH --cpus-per-task={}\n", o.cpus_per_task));
     if let Some(p) = &o.partition {
         s.push_str(&format!("#SBATCH --partition={p}\n"));
@@ -34,9 +28,22 @@ pub fn script(plan: &Plan, plan_path: &Path, o: &SlurmOptions) -> String {
         s.push_str(&format!("#SBATCH --time={t}\n"));
     }
     if gpus {
-        // One array, one request: GPU shards need a GPU; CPU shards sharing the array get one too.
         s.push_str("#SBATCH --gres=gpu:1\n");
     }
+    s
+}
+
+pub fn script(plan: &Plan, plan_path: &Path, o: &SlurmOptions) -> String {
+    let base = Plan::base(plan_path);
+    // One array, one request: GPU shards need a GPU; CPU shards sharing the array get one too.
+    let gpus = plan.shards.iter().any(|s| s.node == "gpu");
+    let mut s = header(
+        &format!("hspi-atlas-{}", plan.model),
+        plan.shards.len(),
+        &base.join("logs/shard-%a.log"),
+        o,
+        gpus,
+    );
     s.push_str(&format!(
         "# {} shards of {} over probe set {} (plan {})\n",
         plan.shards.len(),

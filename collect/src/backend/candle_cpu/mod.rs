@@ -49,19 +49,14 @@ pub fn forced_platforms() -> Vec<Platform> {
     formats.into_iter().map(platform).collect()
 }
 
-/// The platform hspi computes `format`'s references at on the provider's tokens: one of
-/// [`forced_platforms`], or llama.cpp's formats with a q8_0 or q4_0 KV cache (`f16+kv-q8_0`:
-/// the all-positions pass rounds keys, values and queries as llama.cpp's flash attention does).
-pub fn forced_platform(format: NumericFormat) -> Option<Platform> {
+/// The platform of `format` where it is one of llama.cpp's formats with a q8_0 or q4_0 KV cache
+/// (`f16+kv-q8_0`): the all-positions pass rounds keys, values and queries as llama.cpp's flash
+/// attention does. None for any other format ([`forced_platforms`] lists those).
+pub fn kv_cached_platform(format: NumericFormat) -> Option<Platform> {
     use hspi_datasets::KvCache;
-    let listed = forced_platforms().into_iter().find(|p| p.format == format);
-    let cached = match format.kv_cache() {
-        Some(KvCache::Q8_0 | KvCache::Q4_0) => gguf_all_positions::formats()
-            .contains(&format.weights())
-            .then(|| platform(format)),
-        _ => None,
-    };
-    listed.or(cached)
+    let computed = matches!(format.kv_cache(), Some(KvCache::Q8_0 | KvCache::Q4_0))
+        && gguf_all_positions::formats().contains(&format.weights());
+    computed.then(|| platform(format))
 }
 
 /// The platforms hspi serves any GGUF language model at: llama.cpp's formats candle runs and the

@@ -202,6 +202,15 @@ fn every_exit_code_the_guide_states_is_the_codes() {
         ),
         ("tampered", Verdict::Tampered { reason: why() }.exit_code()),
         (
+            "mixed",
+            Verdict::Mixed {
+                routes: Vec::new(),
+                settled: 0,
+                unsettled: 0,
+            }
+            .exit_code(),
+        ),
+        (
             "inconclusive",
             Verdict::Inconclusive { reason: why() }.exit_code(),
         ),

@@ -273,7 +273,7 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
         .map(|c| common::fresh::replayed(&answers, &refs, c, 64))
         .collect();
     // docs/how-hspi-decides.md#fig-reference-endpoint.
-    assert_eq!(common::fresh::verdicts(&t[0], "mismatch"), 0, "{}", t[0]);
+    assert_eq!(common::fresh::accusations(&t[0]), 0, "{}", t[0]);
     common::assert_stated_live(
         &format!(
             "vLLM bf16 claimed bf16, llama-server's f16 beside: {}",

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hspi_classify::repeated_audits::{repeat_audits, AuditTally};
+use hspi_classify::repeated_audits::{repeat_audits, AuditTally, RoutedReplay};
 use hspi_classify::verify::{Verifier, VerifyParams, VerifyReport};
 use hspi_classify::{run_audit, PlatformModel, RecordSource, ReferenceIndex};
 use hspi_datasets::store::load_one_model;
@@ -155,7 +155,9 @@ fn answers(
 
 /// Verify the claim over collected answers of one target (`hspi verify DIR...`); the report model
 /// is returned with the verdict for `--report`.
-/// The same audit `audits` times over seeded random orders of the datasets' answers.
+/// The same audit `audits` times over seeded random orders of the datasets' answers; with
+/// `routed` (`--routed DIR=SHARE`), each request answered from DIR's answers with probability
+/// SHARE, as a provider routing that share of its traffic elsewhere would.
 pub fn repeat_verify_datasets(
     s: &VerifySetup,
     dirs: &[PathBuf],
@@ -163,12 +165,32 @@ pub fn repeat_verify_datasets(
     audits: usize,
     seed: u64,
     shown_as: Presentation,
+    routed: Option<(&[PathBuf], f64)>,
 ) -> Result<AuditTally, AuditError> {
     let data = answers(dirs, of, shown_as)?;
     let all: Vec<&Record> = data.records.iter().collect();
     s.model.check_compatible(&data.model, &all)?;
+    let elsewhere = match routed {
+        Some((dirs, _)) => {
+            let other = answers(dirs, None, shown_as)?;
+            let all: Vec<&Record> = other.records.iter().collect();
+            s.model.check_compatible(&other.model, &all)?;
+            Some(other.records)
+        }
+        None => None,
+    };
+    let replay = elsewhere
+        .as_deref()
+        .zip(routed)
+        .map(|(records, (_, share))| RoutedReplay { records, share });
     let verifier = || Verifier::new(&s.model, &s.references, s.claim.clone(), s.params.clone());
-    Ok(repeat_audits(&verifier, &data.records, audits, seed)?)
+    Ok(repeat_audits(
+        &verifier,
+        &data.records,
+        audits,
+        seed,
+        replay,
+    )?)
 }
 
 pub fn verify_datasets(

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::{run_audit, RecordSource};
 use crate::error::ClassifyError;
-use crate::verify::Verifier;
+use crate::verify::{Verdict, Verifier};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditTally {
@@ -34,6 +34,12 @@ pub struct AuditTally {
     pub max_queries: usize,
     pub mean_output_tokens: f64,
     pub max_output_tokens: u64,
+    /// Where the replay routed a share of requests elsewhere (`--routed`): that share, and the
+    /// audits called mixed whose interval for the share off the claim covers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routed_share: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed_covering: Option<usize>,
 }
 
 impl AuditTally {
@@ -64,14 +70,70 @@ fn count(tally: &mut Vec<(Dimension, BTreeMap<String, usize>)>, d: Dimension, ke
     *tally[at].1.entry(key.to_string()).or_default() += 1;
 }
 
+/// A provider replayed as routing a share of its requests to another deployment: each request
+/// answered from `records` with probability `share`, else from the target's own answers.
+#[derive(Debug, Clone, Copy)]
+pub struct RoutedReplay<'r> {
+    pub records: &'r [Record],
+    pub share: f64,
+}
+
+impl RoutedReplay<'_> {
+    /// One audit's requests: both deployments' answers shuffled, each request drawn from the
+    /// routed one with probability `share`, until either runs out.
+    fn order(&self, own: &[Record], rng: &mut ChaCha8Rng) -> Vec<Record> {
+        let (mut mine, mut routed) = (own.to_vec(), self.records.to_vec());
+        // One endpoint in front of both: its answers all come from the provider's address.
+        if let Some(target) = own.first().map(|r| r.target.clone()) {
+            for r in &mut routed {
+                r.target = target.clone();
+            }
+        }
+        mine.shuffle(rng);
+        routed.shuffle(rng);
+        let (mut mine, mut routed) = (mine.into_iter(), routed.into_iter());
+        let mut order = Vec::new();
+        loop {
+            let next = if rand::Rng::random_bool(rng, self.share) {
+                routed.next()
+            } else {
+                mine.next()
+            };
+            match next {
+                Some(r) => order.push(r),
+                None => return order,
+            }
+        }
+    }
+
+    /// Whether a mixed verdict's interval for the share off the claim covers the replayed share.
+    fn covered(&self, verdict: &Verdict) -> bool {
+        let Verdict::Mixed { routes, .. } = verdict else {
+            return false;
+        };
+        routes
+            .iter()
+            .filter(|r| !r.on_claim)
+            .max_by_key(|r| r.answers)
+            .is_some_and(|r| r.low <= self.share && self.share <= r.high)
+    }
+}
+
 /// `audits` audits of the same target, the i-th asking its answers in the order a generator
-/// seeded with `seed + i` shuffles them; `verifier` makes each audit's fresh verifier.
+/// seeded with `seed + i` shuffles them (a share routed elsewhere where `routed` says so);
+/// `verifier` makes each audit's fresh verifier.
 pub fn repeat_audits<'v>(
     verifier: &dyn Fn() -> Result<Verifier<'v>, ClassifyError>,
     records: &[Record],
     audits: usize,
     seed: u64,
+    routed: Option<RoutedReplay>,
 ) -> Result<AuditTally, ClassifyError> {
+    if let Some(share) = routed.map(|r| r.share).filter(|s| !(*s > 0.0 && *s < 1.0)) {
+        return Err(ClassifyError::Param(format!(
+            "--routed share {share}: must lie in (0, 1)"
+        )));
+    }
     if audits == 0 || records.is_empty() {
         return Err(ClassifyError::Param(format!(
             "{audits} audits over {} answers: need at least one of each",
@@ -90,12 +152,24 @@ pub fn repeat_audits<'v>(
         max_queries: 0,
         mean_output_tokens: 0.0,
         max_output_tokens: 0,
+        routed_share: routed.map(|r| r.share),
+        mixed_covering: routed.map(|_| 0),
     };
     for i in 0..audits as u64 {
-        let mut order = records.to_vec();
-        order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed.wrapping_add(i)));
+        let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(i));
+        let order = match &routed {
+            Some(r) => r.order(records, &mut rng),
+            None => {
+                let mut order = records.to_vec();
+                order.shuffle(&mut rng);
+                order
+            }
+        };
         let mut source = RecordSource::as_asked(&order)?;
         let report = run_audit(verifier()?, &mut source, &mut |_, _| Ok(()))?.report;
+        if let (Some(r), Some(n)) = (&routed, &mut tally.mixed_covering) {
+            *n += usize::from(r.covered(&report.verdict));
+        }
         tally.claim = report.claim.clone();
         *tally
             .verdicts

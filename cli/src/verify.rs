@@ -25,6 +25,11 @@ pub struct VerifyArgs {
     /// Target probability of calling a mismatched server consistent.
     #[arg(long, default_value_t = 0.01, help_heading = "Statistics")]
     pub false_acceptance: f64,
+    /// Call the provider consistent only after enough answers that a share this large of its
+    /// requests routed to another format would have shown (e.g. 0.1); a mixture is named
+    /// whenever one shows, with or without it.
+    #[arg(long, help_heading = "Statistics")]
+    pub routed_share: Option<f64>,
     /// Stop (inconclusive) after this many queries.
     #[arg(long, default_value_t = 32, help_heading = "Budget and cost")]
     pub max_queries: usize,
@@ -53,6 +58,11 @@ pub struct Args {
     /// atlas).
     #[arg(long, help_heading = "Over datasets")]
     pub answers_of: Option<hspi_datasets::Platform>,
+    /// With --audits: replay a provider that routes a share of its requests elsewhere, each
+    /// answered from this dataset's answers with probability SHARE (DIR=SHARE, e.g.
+    /// q4_0-answers=0.1).
+    #[arg(long, value_name = "DIR=SHARE", value_parser = parse_routed, help_heading = "Over datasets")]
+    pub routed: Option<(PathBuf, f64)>,
     #[command(flatten)]
     pub verify: VerifyArgs,
     #[command(flatten)]
@@ -114,6 +124,7 @@ impl VerifyArgs {
             false_acceptance: self.false_acceptance,
             max_queries: self.max_queries,
             max_output_tokens: self.max_tokens_total,
+            routed_share: self.routed_share,
             ..VerifyParams::default()
         }
     }
@@ -131,4 +142,18 @@ impl VerifyArgs {
         };
         Ok(VerifySetup::load(claim, classifier, refs, self.params())?)
     }
+}
+
+/// `DIR=SHARE` of `--routed`.
+fn parse_routed(s: &str) -> Result<(PathBuf, f64), String> {
+    let (dir, share) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{s}: expected DIR=SHARE (answers=0.1)"))?;
+    let share: f64 = share
+        .parse()
+        .map_err(|_| format!("{share}: the share must be a number in (0, 1)"))?;
+    if !(share > 0.0 && share < 1.0) {
+        return Err(format!("{share}: the share must lie in (0, 1)"));
+    }
+    Ok((PathBuf::from(dir), share))
 }

@@ -498,6 +498,18 @@ fn verify_summary(v: &VerifyReport) -> Summary {
                 NEXT_STEP_BUDGET.to_string()
             },
         ),
+        Verdict::Mixed {
+            routes,
+            settled,
+            unsettled,
+        } => (
+            format!(
+                "The endpoint routes its requests to more than one deployment, not only what is claimed ({}): {}.",
+                v.claim,
+                Verdict::describe_routes(routes, *settled, *unsettled)
+            ),
+            "Raise the finding with the provider, attaching the signed evidence bundle: a share of the requests paid for was served otherwise.".to_string(),
+        ),
         Verdict::Tampered { reason } => (
             format!("The answers were altered after they were computed: {reason}."),
             "Treat the endpoint's logprobs as untrustworthy; raise it with the provider.".to_string(),
@@ -514,7 +526,10 @@ fn verify_summary(v: &VerifyReport) -> Summary {
     // unknown platform or an inconclusive verdict decided nothing to be sure of.
     let decided = matches!(
         v.verdict,
-        Verdict::Consistent | Verdict::Mismatch { .. } | Verdict::Tampered { .. }
+        Verdict::Consistent
+            | Verdict::Mismatch { .. }
+            | Verdict::Tampered { .. }
+            | Verdict::Mixed { .. }
     );
     Summary {
         finding,

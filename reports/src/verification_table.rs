@@ -86,6 +86,14 @@ pub fn text(r: &VerifyReport) -> String {
         Verdict::UnknownPlatform { reason }
         | Verdict::Inconclusive { reason }
         | Verdict::Tampered { reason } => s.push_str(&format!(" — {reason}")),
+        Verdict::Mixed {
+            routes,
+            settled,
+            unsettled,
+        } => s.push_str(&format!(
+            " — answers of more than one format: {}",
+            Verdict::describe_routes(routes, *settled, *unsettled)
+        )),
         Verdict::Consistent => {}
     }
     if let Verdict::Mismatch { dimensions, .. } = &r.verdict {
@@ -160,5 +168,12 @@ pub fn tally_text(t: &hspi_classify::repeated_audits::AuditTally) -> String {
         "queries per audit: mean {:.1}, at most {}; output tokens: mean {:.1}, at most {}\n",
         t.mean_queries, t.max_queries, t.mean_output_tokens, t.max_output_tokens
     ));
+    if let (Some(share), Some(covering)) = (t.routed_share, t.mixed_covering) {
+        s.push_str(&format!(
+            "routed: {:.0} % of requests answered from the other answers; {} audits mixed, {covering} of them with the share's interval covering it\n",
+            100.0 * share,
+            t.count("mixed")
+        ));
+    }
     s
 }

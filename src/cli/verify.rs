@@ -19,11 +19,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if args.datasets.is_empty() {
             bail!("nothing to verify: give datasets of the target's answers, or --endpoint URL --model NAME --probes FILE --out DIR");
         }
+        if args.routed.is_some() && args.verify.audits == 0 {
+            bail!("--routed replays a provider over many audits: give --audits N too");
+        }
         if args.verify.audits > 0 {
             let (v, t) = (&args.verify, &args.target);
             let of = args.answers_of.as_ref();
-            let tally =
-                repeat_verify_datasets(&s, &args.datasets, of, v.audits, v.seed, v.shown_as)?;
+            let routed = args
+                .routed
+                .as_ref()
+                .map(|(dir, share)| (std::slice::from_ref(dir), *share));
+            let tally = repeat_verify_datasets(
+                &s,
+                &args.datasets,
+                of,
+                v.audits,
+                v.seed,
+                v.shown_as,
+                routed,
+            )?;
             printer::json_or(t.json, &tally, hspi_reports::verification_table::tally_text)?;
             return Ok(ExitCode::SUCCESS);
         }

@@ -135,6 +135,14 @@ pub fn verdicts(tally: &serde_json::Value, name: &str) -> u64 {
     tally["verdicts"][name].as_u64().unwrap_or(0)
 }
 
+/// How many of a tally's audits ended in an accusation: a mismatch, a mixture or tampering.
+pub fn accusations(tally: &serde_json::Value) -> u64 {
+    ["mismatch", "mixed", "tampered"]
+        .iter()
+        .map(|v| tally["verdicts"][v].as_u64().unwrap_or(0))
+        .sum()
+}
+
 /// Every format of the shipped pack: what a fresh audit computes when not told otherwise.
 pub fn pack_formats() -> Vec<NumericFormat> {
     let manifest: serde_json::Value =

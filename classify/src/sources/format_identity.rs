@@ -180,6 +180,21 @@ impl PatternShare {
     }
 }
 
+/// The group `format` stands in when answers are settled one by one (`FormatShapes::settled`):
+/// the base for the formats within a change of engine's reach (no direction tells them apart),
+/// and a quantised KV cache with its weights' format, whose group it joins (a cache's rounding
+/// grows with depth and with each engine's own activations: early in an answer it is as small
+/// as a change of engine's, later as large as a format's, so one provider's answers would
+/// otherwise settle as two).
+pub fn route_group(base: NumericFormat, format: NumericFormat) -> NumericFormat {
+    let format = format.weights();
+    if format == base || within_engine_noise(format) {
+        base
+    } else {
+        format
+    }
+}
+
 /// What the answers' format is, as far as the references tell.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FormatIdentity {
@@ -380,6 +395,51 @@ impl FormatShapes {
             && matches!(self.identity_of(format), FormatIdentity::Known { .. })
     }
 
+    /// The one format group these shapes, of a single answer, settle ([`route_group`]): every
+    /// format outside it ruled out (a format no reference covers, judged as that one), its own
+    /// not. An answer is settled by exclusion, not only where its own pattern shows: 8-bit
+    /// formats keep too little of their direction for one short answer to show it (llama.cpp's
+    /// Q8_0 answers of 8 tokens: log-ratios 0–5), while their size rules out every other format
+    /// at once. None where two groups fit (a short answer), or none does (a format no reference
+    /// covers).
+    pub fn settled(&self) -> Option<NumericFormat> {
+        let base = *self.formats.first()?;
+        let mut reproduced: Vec<NumericFormat> = self
+            .reproduced
+            .iter()
+            .map(|f| route_group(base, *f))
+            .collect();
+        reproduced.sort();
+        reproduced.dedup();
+        match reproduced.as_slice() {
+            [only] => return Some(*only),
+            [] => {}
+            _ => return None,
+        }
+        let mut open: Vec<NumericFormat> = self
+            .formats
+            .iter()
+            .filter(|f| !self.identity_of(**f).is_unseen())
+            .map(|f| route_group(base, *f))
+            .collect();
+        open.sort();
+        open.dedup();
+        match open.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        }
+    }
+
+    /// Add another's shares and reproductions (the answers of one route, summed).
+    pub fn absorb(&mut self, other: &FormatShapes) {
+        for (mine, theirs) in self.shares.iter_mut().zip(&other.shares) {
+            mine.add(theirs);
+        }
+        for f in &other.reproduced {
+            self.reproduced(*f);
+        }
+    }
+
     fn identity_of(&self, nearest: NumericFormat) -> FormatIdentity {
         let known = |firm: bool| FormatIdentity::Known {
             format: nearest,
@@ -543,6 +603,12 @@ mod tests {
     }
 
     fn identity(share: f64, noise: f64) -> FormatIdentity {
+        shapes(share, noise).identity(NumericFormat::Gguf(hspi_datasets::GgufType::Q8_0))
+    }
+
+    /// One answer against f32 (the base), f16 (a pattern 1000 times smaller than q8_0's) and
+    /// q8_0.
+    fn shapes(share: f64, noise: f64) -> FormatShapes {
         let (a, b, f) = views(7, share, noise);
         let (_, _, near) = views(8, 0.0, 0.01);
         let mut shapes = FormatShapes::new(vec![
@@ -561,7 +627,18 @@ mod tests {
             _ => unreachable!(),
         };
         shapes.add(&a, &[Some(&b), Some(&tiny), Some(&f)]);
-        shapes.identity(NumericFormat::Gguf(hspi_datasets::GgufType::Q8_0))
+        shapes
+    }
+
+    #[test]
+    fn one_answer_settles_the_format_that_every_other_rules_out() {
+        let q8 = NumericFormat::Gguf(hspi_datasets::GgufType::Q8_0);
+        // Half of q8_0's pattern at its size: q8_0, the base and f16 ruled out.
+        assert_eq!(shapes(0.5, 0.05).settled(), Some(q8));
+        // At the base: f32 and f16 stand together as the base; q8_0 ruled out by its size.
+        assert_eq!(shapes(0.0, 1e-5).settled(), Some(NumericFormat::F32));
+        // Between the two in size, without q8_0's pattern: every format ruled out, no route.
+        assert_eq!(shapes(0.0, 0.02).settled(), None);
     }
 
     #[test]

@@ -22,7 +22,18 @@ impl Verifier<'_> {
         Some(v)
     }
 
+    /// The platform's verdict: a mixture once the answers settle two formats often enough; a
+    /// consistent one held while `--routed-share` still needs answers.
     pub(super) fn decide_platform(&self) -> Option<Verdict> {
+        let v = self.decide_single()?;
+        if v == Verdict::Consistent && self.routing_unchecked() {
+            return None;
+        }
+        Some(v)
+    }
+
+    /// The verdict as if one platform served every answer, once no mixture is seen.
+    pub(super) fn decide_single(&self) -> Option<Verdict> {
         let n = self.evidence.len();
         if n < self.params.min_queries {
             return None;
@@ -35,6 +46,14 @@ impl Verifier<'_> {
                     self.tampered[0]
                 ),
             });
+        }
+        if self.mixed() {
+            return Some(self.mixture());
+        }
+        // Answers of two formats, too few of the second for a mixture: the aggregate of a
+        // mixture looks like a format no reference covers, so no single-format verdict yet.
+        if self.routes_split().is_some() {
+            return None;
         }
         let (accuse, accept) = self.params.thresholds();
         let format_accuse = self.format_accuse();

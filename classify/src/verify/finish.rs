@@ -77,6 +77,23 @@ impl Verifier<'_> {
         } else {
             unknown
         };
+        // Answers of two formats, too few of one for a mixture; or consistent answers, too few
+        // for the share of routing the audit was asked to see.
+        let split = self
+            .routes_split()
+            .or_else(|| {
+                self.routing_short()
+                    .filter(|_| self.decide_single() == Some(Verdict::Consistent))
+            })
+            .filter(|_| self.verdict.is_none())
+            .map(|why| Verdict::Inconclusive {
+                reason: format!(
+                    "{why} ({} queries, {} output tokens)",
+                    self.evidence.len(),
+                    self.tokens
+                ),
+            });
+        let unknown = split.or(unknown);
         let verdict = self.verdict.clone().or(unknown).unwrap_or_else(|| Verdict::Inconclusive {
             reason: if self.evidence.is_empty() {
                 "no answers to weigh".into()
@@ -127,7 +144,8 @@ impl Verifier<'_> {
         });
         let confidence = match &verdict {
             Verdict::Consistent => 1.0 - self.params.false_acceptance,
-            Verdict::Mismatch { .. } => 1.0 - self.params.false_accusation,
+            // A mixture is an accusation too, held to the same target by `MIN_ROUTED` (measured).
+            Verdict::Mismatch { .. } | Verdict::Mixed { .. } => 1.0 - self.params.false_accusation,
             Verdict::Tampered { .. } => 1.0,
             _ => 1.0 / (1.0 + (-llr.abs()).exp()),
         };
@@ -165,6 +183,9 @@ impl Verifier<'_> {
             },
             self.open_set_unknown().is_some(),
         );
+        if let Verdict::Mixed { routes, .. } = &verdict {
+            self.mixed_format_row(&mut dimensions, routes);
+        }
         dimensions.extend(self.model_verdict());
         VerifyReport {
             presentation: (self.coarsest != Presentation::Exact).then(|| self.coarsest.describe()),

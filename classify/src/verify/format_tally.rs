@@ -23,6 +23,15 @@ pub(super) struct FormatTally {
     per_format: Vec<f64>,
     /// How far the answers carry each format's own rounding.
     shapes: FormatShapes,
+    /// Per answer weighed, the format it alone settles (the base for the formats within a
+    /// change of engine's reach; None where it settles none): the routes a provider's requests
+    /// took.
+    pub(super) routes: Vec<Option<NumericFormat>>,
+    /// Per route (format group) the answers settled as it, their shapes summed: what the
+    /// route's format is, as far as its answers together tell.
+    route_shapes: Vec<(NumericFormat, FormatShapes)>,
+    /// The answer being weighed: the group it settles, and its own shapes.
+    current: Option<(NumericFormat, FormatShapes)>,
 }
 
 impl FormatTally {
@@ -33,6 +42,9 @@ impl FormatTally {
             references,
             per_class: vec![0.0; classes],
             claim: 0.0,
+            routes: Vec::new(),
+            route_shapes: Vec::new(),
+            current: None,
         }
     }
 
@@ -53,9 +65,37 @@ impl FormatTally {
         }
     }
 
-    /// Note an answer reproduced bit for bit by a platform of `format`.
-    pub(super) fn reproduced(&mut self, format: NumericFormat) {
-        self.shapes.reproduced(format);
+    /// Note an answer reproduced bit for bit by platforms of `formats`.
+    pub(super) fn reproduced(&mut self, formats: &[NumericFormat]) {
+        let mut own = FormatShapes::new(self.references.formats());
+        for f in formats {
+            self.shapes.reproduced(*f);
+            own.reproduced(*f);
+        }
+        self.current = own.settled().map(|g| (g, own));
+    }
+
+    /// The answer weighed since the last call: its route noted (its shapes joining the
+    /// route's), and returned.
+    pub(super) fn end_answer(&mut self) -> Option<NumericFormat> {
+        let Some((group, own)) = self.current.take() else {
+            self.routes.push(None);
+            return None;
+        };
+        self.routes.push(Some(group));
+        match self.route_shapes.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, shapes)) => shapes.absorb(&own),
+            None => self.route_shapes.push((group, own)),
+        }
+        Some(group)
+    }
+
+    /// What the answers settled as `group` are, together.
+    pub(super) fn route_identity(&self, group: NumericFormat) -> Option<FormatIdentity> {
+        self.route_shapes
+            .iter()
+            .find(|(g, _)| *g == group)
+            .map(|(_, shapes)| shapes.identity(group))
     }
 
     /// Add an answer's values to the shapes: against each format's reference, both shown as the
@@ -68,6 +108,9 @@ impl FormatTally {
             .map(|i| views.get(i).and_then(Option::as_ref))
             .collect();
         self.shapes.add(&answer.view(), &by_format);
+        let mut own = FormatShapes::new(self.references.formats());
+        own.add(&answer.view(), &by_format);
+        self.current = own.settled().map(|g| (g, own));
     }
 
     /// The format the evidence finds best so far.

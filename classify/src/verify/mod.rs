@@ -17,6 +17,7 @@ mod format_tally;
 mod model_rules;
 mod params;
 mod report;
+mod routing;
 
 use hspi_datasets::top_label;
 use hspi_datasets::{AskedAs, Dimension, PlatformPattern, Presentation, Record};
@@ -25,6 +26,7 @@ use class_tally::ClassTally;
 use format_tally::FormatTally;
 pub use params::VerifyParams;
 pub use report::{QueryEvidence, Verdict, VerifyReport, ENDPOINT_DOWN_EXIT};
+pub use routing::{clopper_pearson, RoutedShare, MIN_ROUTED};
 
 use crate::dimension_verdict::on_claim;
 use crate::error::ClassifyError;
@@ -270,6 +272,7 @@ impl<'a> Verifier<'a> {
             let on = on_claim(&self.claim, Dimension::Format, &self.model.classes);
             tally.add(scores, &self.model.classes, &on);
         }
+        let route = self.format_tally.as_mut().and_then(|t| t.end_answer());
         let before = self.llr();
         self.class_tally.add(&ll);
         let after = self.llr();
@@ -293,6 +296,7 @@ impl<'a> Verifier<'a> {
             integrity: broken.iter().map(|s| s.to_string()).collect(),
             format_llr: self.format_tally.as_ref().and(self.format_llr()),
             model_llr: (self.model_tally.answers() > 0).then_some(self.model_tally.total),
+            route: route.map(|f| self.route_name(f)),
         });
         self.verdict = self.decide();
         self.verdict.as_ref()
@@ -366,11 +370,14 @@ impl<'a> Verifier<'a> {
     fn reproduced_by(&mut self, m: &[usize]) -> Vec<f64> {
         for c in m {
             self.class_tally.reproduced_by(*c);
-            if let Some(tally) = &mut self.format_tally {
-                for member in &self.model.classes[*c].members {
-                    tally.reproduced(member.format);
-                }
-            }
+        }
+        if let Some(tally) = &mut self.format_tally {
+            let formats: Vec<_> = m
+                .iter()
+                .flat_map(|c| &self.model.classes[*c].members)
+                .map(|member| member.format)
+                .collect();
+            tally.reproduced(&formats);
         }
         let cap = self.params.per_query_cap;
         (0..self.model.classes.len())

@@ -19,6 +19,10 @@ pub struct VerifyParams {
     pub min_queries: usize,
     /// Most log-likelihood one answer can contribute (nats).
     pub per_query_cap: f64,
+    /// The least share of requests routed to another format the audit must be able to see
+    /// before it calls the provider consistent (`verify::routing`); None: not waited for.
+    #[serde(default)]
+    pub routed_share: Option<f64>,
 }
 
 impl Default for VerifyParams {
@@ -30,6 +34,7 @@ impl Default for VerifyParams {
             max_output_tokens: 256,
             min_queries: 2,
             per_query_cap: PER_QUERY_CAP,
+            routed_share: None,
         }
     }
 }
@@ -45,6 +50,11 @@ impl VerifyParams {
                     "{name} {v}: must lie in (0, 0.5)"
                 )));
             }
+        }
+        if let Some(share) = self.routed_share.filter(|s| !(*s > 0.0 && *s < 1.0)) {
+            return Err(ClassifyError::Param(format!(
+                "--routed-share {share}: must lie in (0, 1)"
+            )));
         }
         if self.max_queries == 0 || self.min_queries == 0 || self.min_queries > self.max_queries {
             return Err(ClassifyError::Param(format!(

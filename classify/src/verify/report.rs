@@ -3,6 +3,7 @@
 use hspi_datasets::Dimension;
 use serde::{Deserialize, Serialize};
 
+use super::routing::RoutedShare;
 use crate::dimension_verdict::{DimensionStatus, DimensionVerdict};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,18 +27,26 @@ pub enum Verdict {
     Tampered {
         reason: String,
     },
+    /// The answers come from more than one format, one of them off the claim: a provider
+    /// routing a share of its requests elsewhere (`verify::routing`).
+    Mixed {
+        /// Per format the answers settled, its share with a 95 % interval.
+        routes: Vec<RoutedShare>,
+        /// Answers settled as some one format, and those that settled none.
+        settled: usize,
+        unsettled: usize,
+    },
 }
 
 impl Verdict {
-    /// Exit codes as in DESIGN.md: 0 consistent, 1 mismatch / unknown / tampered, 3 inconclusive.
-    /// 0 consistent, 3 inconclusive, 4 unknown platform (nothing accused), 1 mismatch or
-    /// tampered (an accusation).
+    /// Exit codes as in DESIGN.md: 0 consistent, 3 inconclusive, 4 unknown platform (nothing
+    /// accused), 1 mismatch, tampered or mixed (an accusation).
     pub fn exit_code(&self) -> u8 {
         match self {
             Verdict::Consistent => 0,
             Verdict::Inconclusive { .. } => 3,
             Verdict::UnknownPlatform { .. } => 4,
-            Verdict::Mismatch { .. } | Verdict::Tampered { .. } => 1,
+            Verdict::Mismatch { .. } | Verdict::Tampered { .. } | Verdict::Mixed { .. } => 1,
         }
     }
     pub fn name(&self) -> &'static str {
@@ -47,6 +56,7 @@ impl Verdict {
             Verdict::UnknownPlatform { .. } => "unknown platform",
             Verdict::Inconclusive { .. } => "inconclusive",
             Verdict::Tampered { .. } => "tampered",
+            Verdict::Mixed { .. } => "mixed",
         }
     }
 }
@@ -75,6 +85,10 @@ pub struct QueryEvidence {
     /// The model's evidence after this answer (another model against the claimed one, nats).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_llr: Option<f64>,
+    /// The format this answer alone settles, where it settles one (`verify::routing`): the
+    /// deployment its request was routed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,5 +261,18 @@ mod tests {
         let mut accused = report(inconclusive(), &[Mismatch]);
         accused.went_down("down".into());
         assert_eq!(accused.exit_code(), 1);
+    }
+}
+
+impl Verdict {
+    /// A mixture in words: `f32/f16 17 of 24 (71 %, 95 % interval 49–87 %); q4_0 7 of 24 (…)`.
+    pub fn describe_routes(routes: &[RoutedShare], settled: usize, unsettled: usize) -> String {
+        let parts: Vec<String> = routes.iter().map(|r| r.describe(settled)).collect();
+        let rest = if unsettled > 0 {
+            format!("; {unsettled} more answers settled no one format")
+        } else {
+            String::new()
+        };
+        format!("{}{rest}", parts.join("; "))
     }
 }

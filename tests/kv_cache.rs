@@ -1,8 +1,10 @@
 //! A quantised KV cache as part of the format (`f16+kv-q8_0`): llama-servers serving SmolLM2's
 //! F16 weights with a q8_0 or a q4_0 cache (`-ctk/-ctv`, flash attention on), one with its q4_0
 //! cache rounded as builds before llama.cpp's attention rotation round it
-//! (`LLAMA_ATTN_ROT_DISABLE=1`), and an honest one with its cache at F16, audited on fresh
-//! prompts against hspi's references computed on their tokens, the cached formats among them.
+//! (`LLAMA_ATTN_ROT_DISABLE=1`), and an honest one with its cache at F16; and vLLM-CPU at bf16
+//! with an fp8 cache (`--kv-cache-dtype fp8`, on CPUs with AVX-512) and without; each audited on
+//! fresh prompts against hspi's references computed on their tokens, the cached formats among
+//! them.
 //! The 200-audit figures replay answers collected once; the guide states them
 //! (docs/how-hspi-decides.md#fig-kv-cache).
 
@@ -132,4 +134,72 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
         200,
     );
     assert_eq!(accusations(&q4), 0, "{q4}");
+}
+
+/// Whether this CPU has AVX-512: vLLM's CPU attention stores an fp8 cache only with it (or AMX).
+fn has_avx512() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains(" avx512f"))
+}
+
+/// vLLM's fp8 KV cache (`--kv-cache-dtype fp8`, e4m3 at its default scale of 1) behind vLLM-CPU at
+/// bf16: the served path rounds keys and values as vLLM stores them (`bf16+kv-fp8-e4m3`).
+#[test]
+fn vllm_fp8_kv_cache_is_caught_and_an_honest_bf16_cache_never_accused() {
+    if !has_avx512() {
+        eprintln!(
+            "skipped: vLLM's CPU attention stores an fp8 KV cache only on x86 with AVX-512 or AMX, and this CPU has neither"
+        );
+        return;
+    }
+    let formats: Vec<NumericFormat> = ["f32", "bf16", "bf16+kv-fp8-e4m3"]
+        .iter()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    let claims = ["*/*/bf16/*", "*/*/bf16+kv-fp8-e4m3/*"];
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |more: &[&str], seed: u64, dir: &str| -> Vec<serde_json::Value> {
+        let vllm = common::vllm::Vllm::start_with("bfloat16", more);
+        let (answers, refs) = common::fresh::answers_with_references(
+            &vllm.url,
+            seed,
+            ANSWERS,
+            &formats,
+            &tmp.path().join(dir),
+        );
+        drop(vllm);
+        claims
+            .iter()
+            .map(|c| replayed(&answers, &refs, c, BUDGET))
+            .collect()
+    };
+    // An fp8 cache sold as bf16: caught within 48 output tokens, named by its pattern; declared,
+    // confirmed.
+    let cached = run(&["--kv-cache-dtype", "fp8"], 44, "fp8");
+    assert_stated_live(
+        "vLLM fp8 cache sold as bf16, mismatch",
+        verdicts(&cached[0], "mismatch"),
+        200,
+    );
+    assert!(max_tokens(&cached[0]) <= 48 + 8, "{}", cached[0]);
+    assert_stated_live(
+        "vLLM fp8 cache sold as bf16, named",
+        named(&cached[0], "bf16+kv-fp8-e4m3"),
+        200,
+    );
+    assert_eq!(accusations(&cached[1]), 0, "{}", cached[1]);
+    assert_stated_live(
+        "vLLM fp8 cache declared, consistent",
+        verdicts(&cached[1], "consistent"),
+        200,
+    );
+
+    // vLLM's own bf16 cache: consistent, and never confirmed as an fp8 one.
+    let honest = run(&[], 45, "bf16");
+    assert_eq!(accusations(&honest[0]), 0, "{}", honest[0]);
+    assert_stated_live(
+        "vLLM bf16 cache, consistent",
+        verdicts(&honest[0], "consistent"),
+        200,
+    );
+    assert_eq!(verdicts(&honest[1], "consistent"), 0, "{}", honest[1]);
 }

@@ -1,5 +1,6 @@
-//! Rounding to narrow floating formats and quantise→dequantise to integer formats, all
-//! round-to-nearest-even, as GPU conversion instructions do.
+//! Rounding to narrow floating formats and quantise→dequantise to integer formats,
+//! round-to-nearest-even as GPU conversion instructions do (and toward zero where an engine's own
+//! conversion truncates: vLLM's CPU fp8 KV cache).
 
 use half::{bf16, f16};
 
@@ -46,6 +47,30 @@ pub fn round_fp8_e5m2(x: f32) -> f32 {
 /// element of NVFP4 and MXFP4.
 pub fn round_fp4_e2m1(x: f32) -> f32 {
     round_minifloat(x, 1, 0, 6.0)
+}
+
+/// A small float with `mantissa` stored bits, smallest normal exponent `emin`, largest finite
+/// value `max`, its mantissa cut toward zero (saturating): vLLM's CPU conversion to an fp8 KV
+/// cache (`float_to_fp8e4m3_scalar` and `…e5m2…` in its `cpu_attn_fp8.hpp`) keeps the leading
+/// bits of the f32 value and drops the rest.
+fn truncate_minifloat(x: f32, mantissa: i32, emin: i32, max: f64) -> f32 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let a = ((x as f64).abs()).min(max);
+    let exp = (((a.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(emin);
+    let quantum = 2f64.powi(exp - mantissa);
+    (((a / quantum).trunc() * quantum) as f32).copysign(x)
+}
+
+/// FP8 E4M3 as vLLM's CPU KV cache stores it: truncated, saturating at 448.
+pub fn truncate_fp8_e4m3(x: f32) -> f32 {
+    truncate_minifloat(x, 3, -6, 448.0)
+}
+
+/// FP8 E5M2 as vLLM's CPU KV cache stores it: truncated, saturating at 57344.
+pub fn truncate_fp8_e5m2(x: f32) -> f32 {
+    truncate_minifloat(x, 2, -14, 57344.0)
 }
 
 pub fn amax(xs: &[f32]) -> f32 {
@@ -158,5 +183,19 @@ mod tests {
         let orig = row.clone();
         qdq_mxint8(&mut row);
         assert_eq!(row, orig);
+    }
+
+    #[test]
+    fn vllm_cpu_fp8_cache_conversion_truncates_and_saturates() {
+        // 1.9375 lies between e4m3's 1.875 and 2.0: nearest-even gives 2, truncation 1.875.
+        assert_eq!(round_fp8_e4m3(1.9375), 2.0);
+        assert_eq!(truncate_fp8_e4m3(1.9375), 1.875);
+        assert_eq!(truncate_fp8_e4m3(-1.9375), -1.875);
+        assert_eq!(truncate_fp8_e4m3(1000.0), 448.0);
+        // Subnormals in steps of 2^-9, cut toward zero.
+        assert_eq!(truncate_fp8_e4m3(3.9 / 512.0), 3.0 / 512.0);
+        // E5M2: two mantissa bits (1.75 below 1.96875), 57344 at most.
+        assert_eq!(truncate_fp8_e5m2(1.96875), 1.75);
+        assert_eq!(truncate_fp8_e5m2(1e6), 57344.0);
     }
 }

@@ -69,7 +69,7 @@ fn kept_path(sha256: &str, platform: &Platform) -> std::path::PathBuf {
 /// A kept file's name: a GGUF file for llama.cpp's formats, the served path's own otherwise.
 /// A format with a quantised KV cache keeps its weights' file: the cache is rounded at run time.
 fn kept_name(platform: &Platform) -> String {
-    let kind = match crate::scheme::for_format(platform.format) {
+    let kind = match crate::scheme::serving(platform.format) {
         Some(_) => "served",
         None => "gguf",
     };
@@ -211,7 +211,7 @@ impl ForcedReferences {
                         platform: f.to_string(),
                         model: model_id.clone(),
                         reason: format!(
-                            "hspi computes this model at {}, and llama.cpp's formats with a q8_0 or q4_0 KV cache (f16+kv-q8_0)",
+                            "hspi computes this model at {}, llama.cpp's formats with a q8_0 or q4_0 KV cache (f16+kv-q8_0) and bf16 with vLLM's fp8 caches (bf16+kv-fp8-e4m3, bf16+kv-fp8-e5m2)",
                             platforms
                                 .iter()
                                 .map(|p| p.format.to_string())
@@ -229,7 +229,7 @@ impl ForcedReferences {
         if path.is_dir() {
             if let Some(p) = wanted
                 .iter()
-                .find(|p| crate::scheme::for_format(p.format).is_none())
+                .find(|p| crate::scheme::serving(p.format).is_none())
             {
                 return Err(CollectError::Unsupported {
                     platform: p.format.to_string(),
@@ -280,7 +280,7 @@ impl ForcedReferences {
             }
             _ => None,
         };
-        let is_served = |f: NumericFormat| crate::scheme::for_format(f).is_some();
+        let is_served = |f: NumericFormat| crate::scheme::serving(f).is_some();
         // The market formats' source weights (f32), with their shared unquantised tables.
         let source = match wanted.iter().any(|p| is_served(p.format)) {
             true => Some(crate::zoo::llama_weights::load(&path)?),

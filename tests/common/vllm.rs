@@ -41,6 +41,11 @@ pub struct Vllm {
 
 impl Vllm {
     pub fn start(dtype: &str) -> Vllm {
+        Vllm::start_with(dtype, &[])
+    }
+
+    /// The same with `more` options of `vllm serve` (`--kv-cache-dtype fp8`).
+    pub fn start_with(dtype: &str, more: &[&str]) -> Vllm {
         python();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -52,6 +57,7 @@ impl Vllm {
             .arg(checkpoint())
             .arg(port.to_string())
             .arg(dtype)
+            .args(more)
             .stdout(log.reopen().unwrap())
             .stderr(log.reopen().unwrap())
             .stdin(Stdio::null())

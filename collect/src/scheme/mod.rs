@@ -58,6 +58,18 @@ pub fn for_format(format: NumericFormat) -> Option<Box<dyn LinearScheme>> {
     SCHEMES.iter().find_map(|make| make(format))
 }
 
+/// The scheme of `format`'s weights where the served path computes `format`: the market's
+/// formats, and bf16 with vLLM's fp8 KV caches (`bf16+kv-fp8-e4m3`: the cache is rounded at run
+/// time, the weights are the scheme's). llama.cpp's q8_0 and q4_0 caches are the GGUF pass's.
+pub fn serving(format: NumericFormat) -> Option<Box<dyn LinearScheme>> {
+    use hspi_datasets::KvCache;
+    match format.kv_cache() {
+        None => for_format(format),
+        Some(KvCache::Fp8E4m3 | KvCache::Fp8E5m2) => for_format(format.weights()),
+        Some(KvCache::Q8_0 | KvCache::Q4_0) => None,
+    }
+}
+
 /// The formats of the market hspi computes for the zoo's language model, as `pack build
 /// --formats` and the candle backend list them: int4 at group 64 only, as SmolLM2's width of 576
 /// is no multiple of 128 (the scheme computes any group that divides a model's widths).

@@ -50,12 +50,19 @@ pub fn forced_platforms() -> Vec<Platform> {
 }
 
 /// The platform of `format` where it is one of llama.cpp's formats with a q8_0 or q4_0 KV cache
-/// (`f16+kv-q8_0`): the all-positions pass rounds keys, values and queries as llama.cpp's flash
-/// attention does. None for any other format ([`forced_platforms`] lists those).
+/// (`f16+kv-q8_0`: the all-positions pass rounds keys, values and queries as llama.cpp's flash
+/// attention does) or a market format with vLLM's fp8 cache (`bf16+kv-fp8-e4m3`: the served
+/// path rounds keys and values as vLLM stores them). None for any other format
+/// ([`forced_platforms`] lists those).
 pub fn kv_cached_platform(format: NumericFormat) -> Option<Platform> {
     use hspi_datasets::KvCache;
-    let computed = matches!(format.kv_cache(), Some(KvCache::Q8_0 | KvCache::Q4_0))
-        && gguf_all_positions::formats().contains(&format.weights());
+    let computed = match format.kv_cache() {
+        Some(KvCache::Q8_0 | KvCache::Q4_0) => {
+            gguf_all_positions::formats().contains(&format.weights())
+        }
+        Some(KvCache::Fp8E4m3 | KvCache::Fp8E5m2) => crate::scheme::serving(format).is_some(),
+        None => false,
+    };
     computed.then(|| platform(format))
 }
 
@@ -193,7 +200,7 @@ impl Backend for CandleCpu {
 
     fn lm_runner(&self, model: &Model, platform: &Platform) -> Result<Box<dyn Runner>> {
         let lm = match model {
-            Model::Lm { path, .. } if crate::scheme::for_format(platform.format).is_some() => {
+            Model::Lm { path, .. } if crate::scheme::serving(platform.format).is_some() => {
                 let weights = crate::zoo::llama_weights::load(path)?;
                 Lm::Served(Box::new(ServedLm::new(&weights, platform.format)?))
             }

@@ -13,10 +13,11 @@
 use std::sync::Arc;
 
 use candle_core::{Device, Tensor};
-use hspi_datasets::NumericFormat;
+use hspi_datasets::{CachedWeights, KvCache, NumericFormat};
 
 use super::compact_matrix::{read_array, read_u64, write_array, CompactMatrix};
 use crate::error::{CollectError, Result};
+use crate::rounding::{truncate_fp8_e4m3, truncate_fp8_e5m2};
 use crate::scheme::{self, round_bf16, LinearScheme};
 use crate::zoo::llama_weights::{LlamaWeights, ModelConfig};
 
@@ -54,6 +55,8 @@ struct Layer {
 pub struct ServedLm {
     config: ModelConfig,
     scheme: Box<dyn LinearScheme>,
+    /// vLLM's fp8 KV cache, where the format has one: keys and values stored rounded.
+    kv_cache: Option<KvCache>,
     tables: Arc<Tables>,
     layers: Vec<Layer>,
     final_norm: Vec<f32>,
@@ -101,7 +104,7 @@ impl ServedLm {
         format: NumericFormat,
         tables: Arc<Tables>,
     ) -> Result<ServedLm> {
-        let scheme = scheme::for_format(format).ok_or_else(|| CollectError::Unsupported {
+        let scheme = scheme::serving(format).ok_or_else(|| CollectError::Unsupported {
             platform: format.to_string(),
             model: "llama".into(),
             reason: format!(
@@ -113,7 +116,7 @@ impl ServedLm {
                     .join(" ")
             ),
         })?;
-        if let Some(stored) = weights.quantized.filter(|q| *q != format) {
+        if let Some(stored) = weights.quantized.filter(|q| *q != format.weights()) {
             return Err(CollectError::Unsupported {
                 platform: format.to_string(),
                 model: "llama".into(),
@@ -173,14 +176,33 @@ impl ServedLm {
         Ok(ServedLm {
             config: c.clone(),
             scheme,
+            kv_cache: format.kv_cache(),
             tables,
             layers,
             final_norm: bf16s(&weights.final_norm),
         })
     }
 
+    /// The format computed: the scheme's, with its KV cache where it has one.
     pub fn format(&self) -> NumericFormat {
-        self.scheme.format()
+        let weights = self.scheme.format();
+        match (self.kv_cache, CachedWeights::of(weights)) {
+            (Some(cache), Some(weights)) => NumericFormat::KvCached { weights, cache },
+            _ => weights,
+        }
+    }
+
+    /// Keys (after the rotary embedding) and values as the cache stores them: vLLM's CPU fp8
+    /// cache with its default scale of 1 (`k_scale`, `v_scale`), each bf16 value's mantissa cut
+    /// toward zero and saturated (its `cpu_attn_fp8.hpp` conversion, not a rounding to
+    /// nearest); read back exactly (fp8 widens without rounding).
+    fn cached(&self, x: &mut [f32]) {
+        let round: fn(f32) -> f32 = match self.kv_cache {
+            Some(KvCache::Fp8E4m3) => truncate_fp8_e4m3,
+            Some(KvCache::Fp8E5m2) => truncate_fp8_e5m2,
+            _ => return,
+        };
+        x.iter_mut().for_each(|v| *v = round(*v));
     }
 
     /// Keep the quantised layers in `path` (whole or not at all), so that a later load reads
@@ -189,7 +211,8 @@ impl ServedLm {
         use std::io::Write;
         super::kept_weight::write_whole(path, |w| {
             w.write_all(KEPT_MAGIC)?;
-            let format = self.format().to_string();
+            // The weights' format: a cache is rounded at run time, its weights' file shared.
+            let format = self.scheme.format().to_string();
             write_array(w, format.as_bytes(), |b| [*b])?;
             w.write_all(&(self.layers.len() as u64).to_le_bytes())?;
             let norm = |w: &mut std::io::BufWriter<std::fs::File>, n: &[f32]| {
@@ -219,12 +242,12 @@ impl ServedLm {
         tables: Arc<Tables>,
     ) -> Option<ServedLm> {
         use std::io::Read;
-        let scheme = scheme::for_format(format)?;
+        let scheme = scheme::serving(format)?;
         let mut r = std::io::BufReader::new(std::fs::File::open(path).ok()?);
         let mut magic = vec![0u8; KEPT_MAGIC.len()];
         r.read_exact(&mut magic).ok()?;
         let written = read_array(&mut r, |b: [u8; 1]| b[0]).ok()?;
-        if magic != KEPT_MAGIC || written != format.to_string().as_bytes() {
+        if magic != KEPT_MAGIC || written != format.weights().to_string().as_bytes() {
             return None;
         }
         if read_u64(&mut r).ok()? as usize != config.layers {
@@ -276,6 +299,7 @@ impl ServedLm {
         (end == KEPT_END && shapes_fit).then(|| ServedLm {
             config: config.clone(),
             scheme,
+            kv_cache: format.kv_cache(),
             tables,
             layers,
             final_norm,
@@ -444,9 +468,11 @@ impl ServedLm {
             };
             let mut q = self.linear(&x, n, &layer.q)?;
             let mut k = self.linear(&x, n, &layer.k)?;
-            let v = self.linear(&x, n, &layer.v)?;
+            let mut v = self.linear(&x, n, &layer.v)?;
             self.rope(&mut q, &rotary, c.heads);
             self.rope(&mut k, &rotary, c.kv_heads);
+            self.cached(&mut k);
+            self.cached(&mut v);
             let attended = self.attention(&q, &k, &v, n);
             let o = self.linear(&attended, n, &layer.o)?;
             let r = residual.as_mut().expect("set above");

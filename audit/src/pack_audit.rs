@@ -41,6 +41,9 @@ pub struct FreshPrompts<'a> {
     pub endpoint_key_env: Option<String>,
     /// Whether the formats' engines are held between answers or made per answer.
     pub residency: hspi_collect::residency::Residency,
+    /// Words of context each prompt asks the model to recall (0: short word prompts); a long
+    /// context makes attention read far back, where a quantised KV cache shows most.
+    pub context: usize,
 }
 
 pub struct PackAudit<'a> {
@@ -193,9 +196,15 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
             ));
             drawn.probes
         }
-        Some(_) => {
-            let top = pack.manifest.pool.top_logprobs;
-            hspi_probe::fresh_prompts(seed, a.draw, pack.manifest.pool.max_tokens, top)
+        Some(fresh) => {
+            let (top, max) = (
+                pack.manifest.pool.top_logprobs,
+                pack.manifest.pool.max_tokens,
+            );
+            match fresh.context {
+                0 => hspi_probe::fresh_prompts(seed, a.draw, max, top),
+                words => hspi_probe::recall_prompts(seed, a.draw, words, max, top),
+            }
         }
     };
     // An audit goes on when logprobs do not come back: it says so and weighs the text.

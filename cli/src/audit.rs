@@ -78,6 +78,17 @@ pub struct Args {
         help_heading = "Pack and prompts"
     )]
     pub fresh_memory: hspi_collect::residency::Residency,
+    /// With --weights: prompts that make attention read far back, each asking the model to
+    /// recall the first of WORDS words (a quantised KV cache shows most over a long context);
+    /// 0: short word prompts.
+    #[arg(
+        long,
+        value_name = "WORDS",
+        default_value_t = 0,
+        requires = "weights",
+        help_heading = "Pack and prompts"
+    )]
+    pub fresh_context: usize,
     /// The provider claims its answers repeat bit for bit (batch-invariant or deterministic
     /// serving, whatever else the server computes at the time): ask every second answered prompt
     /// again and report the jitter on a `determinism` line beside the verdict.

@@ -11,6 +11,9 @@ pub enum CliError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// `--routed` is not `DIR=SHARE` with a share in (0, 1).
+    #[error("--routed {value}: {why}")]
+    BadRouted { value: String, why: &'static str },
     /// A combination of flags lacks one it needs.
     #[error("{0}")]
     Missing(&'static str),

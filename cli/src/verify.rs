@@ -61,8 +61,8 @@ pub struct Args {
     /// With --audits: replay a provider that routes a share of its requests elsewhere, each
     /// answered from this dataset's answers with probability SHARE (DIR=SHARE, e.g.
     /// q4_0-answers=0.1).
-    #[arg(long, value_name = "DIR=SHARE", value_parser = parse_routed, help_heading = "Over datasets")]
-    pub routed: Option<(PathBuf, f64)>,
+    #[arg(long, value_name = "DIR=SHARE", help_heading = "Over datasets")]
+    pub routed: Option<Routed>,
     #[command(flatten)]
     pub verify: VerifyArgs,
     #[command(flatten)]
@@ -144,16 +144,54 @@ impl VerifyArgs {
     }
 }
 
-/// `DIR=SHARE` of `--routed`.
-fn parse_routed(s: &str) -> Result<(PathBuf, f64), String> {
-    let (dir, share) = s
-        .rsplit_once('=')
-        .ok_or_else(|| format!("{s}: expected DIR=SHARE (answers=0.1)"))?;
-    let share: f64 = share
-        .parse()
-        .map_err(|_| format!("{share}: the share must be a number in (0, 1)"))?;
-    if !(share > 0.0 && share < 1.0) {
-        return Err(format!("{share}: the share must lie in (0, 1)"));
+/// `--routed DIR=SHARE`: a replayed provider answering SHARE of its requests from DIR's answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Routed {
+    pub dir: PathBuf,
+    pub share: f64,
+}
+
+impl std::str::FromStr for Routed {
+    type Err = CliError;
+
+    fn from_str(s: &str) -> Result<Routed, CliError> {
+        let bad = |why| CliError::BadRouted {
+            value: s.to_string(),
+            why,
+        };
+        let (dir, share) = s
+            .rsplit_once('=')
+            .ok_or_else(|| bad("expected DIR=SHARE (answers=0.1)"))?;
+        let share: f64 = share
+            .parse()
+            .map_err(|_| bad("the share must be a number in (0, 1)"))?;
+        if !(share > 0.0 && share < 1.0) {
+            return Err(bad("the share must lie in (0, 1)"));
+        }
+        Ok(Routed {
+            dir: PathBuf::from(dir),
+            share,
+        })
     }
-    Ok((PathBuf::from(dir), share))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routed_reads_dir_and_share_and_names_a_bad_one() {
+        let r: Routed = "q4/answers=0.1".parse().unwrap();
+        assert_eq!(
+            r,
+            Routed {
+                dir: "q4/answers".into(),
+                share: 0.1
+            }
+        );
+        for bad in ["q4", "q4=ten", "q4=1.5", "q4=0"] {
+            let e = bad.parse::<Routed>().unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--routed {bad}: ")), "{e}");
+        }
+    }
 }

@@ -16,7 +16,7 @@ pub use divergence::{divergent_prompts, Divergence};
 pub use error::ProbeError;
 pub use file::{read_probe_set, save_probe_set, write_probe_set};
 pub use for_model::{for_model, prompts_for, random_for, stress_for, union_of};
-pub use prompts::{fresh_prompts, fresh_space, prompts};
+pub use prompts::{fresh_prompts, fresh_space, prompts, recall_prompts};
 pub use random::{random_images, random_tokens};
 pub use stress::stress_images;
 

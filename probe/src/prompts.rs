@@ -163,6 +163,36 @@ pub fn fresh_prompts(seed: u64, count: usize, max_tokens: u32, top_logprobs: u32
     crate::seeded_set("prompts-fresh", seed, inputs)
 }
 
+/// Prompts made for one audit that make attention read far back: `context` words of the list to
+/// remember, then a request to repeat the first of them, so that each answer's tokens attend to
+/// keys and values written long before (a quantised KV cache rounds every one of them, and its
+/// effect grows with the distance attended over). Drawn as [`fresh_prompts`] are, from a seed
+/// nobody knows before the audit.
+pub fn recall_prompts(
+    seed: u64,
+    count: usize,
+    context: usize,
+    max_tokens: u32,
+    top_logprobs: u32,
+) -> ProbeSet {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let inputs: Vec<ProbeInput> = (0..count)
+        .map(|_| {
+            let words: Vec<&str> = (0..context)
+                .map(|_| WORDS.choose(&mut rng).copied().unwrap_or("the"))
+                .collect();
+            ProbeInput::Prompt {
+                text: format!(
+                    "Remember these words: {}. Now repeat the first ten words, in order:",
+                    words.join(" ")
+                ),
+                params: pinned(max_tokens, top_logprobs, seed),
+            }
+        })
+        .collect();
+    crate::seeded_set("prompts-recall", seed, inputs)
+}
+
 /// How many distinct prompts [`fresh_prompts`] draws from, as a power of ten (`10^25`).
 pub fn fresh_space() -> String {
     let words = WORDS.len() as f64;
@@ -175,6 +205,23 @@ pub fn fresh_space() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recall_prompts_hold_their_context_and_differ_by_seed() {
+        let a = recall_prompts(3, 4, 200, 8, 5);
+        assert_eq!(a, recall_prompts(3, 4, 200, 8, 5));
+        assert_ne!(a, recall_prompts(4, 4, 200, 8, 5));
+        for p in &a.probes {
+            let ProbeInput::Prompt { text, .. } = &p.input else {
+                panic!("a prompt: {p:?}");
+            };
+            let list = text
+                .strip_prefix("Remember these words: ")
+                .and_then(|t| t.split_once(". Now repeat"))
+                .expect("the context, then the request");
+            assert_eq!(list.0.split(' ').count(), 200, "{text}");
+        }
+    }
 
     #[test]
     fn fresh_prompts_differ_by_seed_and_are_longer_than_the_pool() {

@@ -59,6 +59,9 @@ impl Summary {
             "mismatch" => format!(
                 "at most {target} of honest providers would be accused by such a test (its false-accusation target; not the probability that this provider cheated)"
             ),
+            "mixed" => format!(
+                "a mixture is named only from 3 answers of each format, each settled with every other format ruled out; no honest provider measured was ever called mixed (the false-accusation target, {target}, is not a computed bound here)"
+            ),
             "consistent" => format!(
                 "at most {target} of providers serving a known other platform would pass such a test (its false-acceptance target; platforms hspi holds no reference for are not covered)"
             ),
@@ -506,7 +509,7 @@ fn verify_summary(v: &VerifyReport) -> Summary {
             format!(
                 "The endpoint routes its requests to more than one deployment, not only what is claimed ({}): {}.",
                 v.claim,
-                Verdict::describe_routes(routes, *settled, *unsettled)
+                hspi_classify::verify::describe_routes(routes, *settled, *unsettled)
             ),
             "Raise the finding with the provider, attaching the signed evidence bundle: a share of the requests paid for was served otherwise.".to_string(),
         ),

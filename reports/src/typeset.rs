@@ -42,7 +42,7 @@ fn lit(text: &str) -> String {
 fn verdict_color(verdict: &str) -> &'static str {
     match verdict.split_whitespace().next().unwrap_or("") {
         "consistent" | "identified" | "evaluated" => "rgb(\"#1a7f37\")",
-        "mismatch" | "tampered" => "rgb(\"#b42318\")",
+        "mismatch" | "tampered" | "mixed" => "rgb(\"#b42318\")",
         _ => "rgb(\"#9a6700\")",
     }
 }

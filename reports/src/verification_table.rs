@@ -92,7 +92,7 @@ pub fn text(r: &VerifyReport) -> String {
             unsettled,
         } => s.push_str(&format!(
             " — answers of more than one format: {}",
-            Verdict::describe_routes(routes, *settled, *unsettled)
+            hspi_classify::verify::describe_routes(routes, *settled, *unsettled)
         )),
         Verdict::Consistent => {}
     }

@@ -49,6 +49,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 endpoints: a.reference_endpoint.clone(),
                 endpoint_key_env: a.reference_key_env.clone(),
                 residency: a.fresh_memory,
+                context: a.fresh_context,
             }),
             deterministic: a.deterministic,
         };

@@ -28,7 +28,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let routed = args
                 .routed
                 .as_ref()
-                .map(|(dir, share)| (std::slice::from_ref(dir), *share));
+                .map(|r| (std::slice::from_ref(&r.dir), r.share));
             let tally = repeat_verify_datasets(
                 &s,
                 &args.datasets,

@@ -57,9 +57,22 @@ pub fn answers_with_engines(
     out: &Path,
 ) -> (PathBuf, PathBuf) {
     let probes = hspi_probe::fresh_prompts(seed, count, 8, 5);
+    answers_to(model, weights, base, &probes, formats, servers, out)
+}
+
+/// [`answers_with_engines`] to the prompts of `probes` (recall prompts, say).
+pub fn answers_to(
+    model: &str,
+    weights: &Path,
+    base: &str,
+    probes: &hspi_datasets::ProbeSet,
+    formats: &[NumericFormat],
+    servers: Vec<hspi_collect::teacher_forced::ReferenceEngine>,
+    out: &Path,
+) -> (PathBuf, PathBuf) {
     let file = out.join("fresh.json");
     std::fs::create_dir_all(out).unwrap();
-    hspi_probe::write_probe_set(&file, &probes).unwrap();
+    hspi_probe::write_probe_set(&file, probes).unwrap();
     let answers = super::chat_answers_of(model, base, &file, &out.join("answers"));
     let refs = out.join("references");
     references_of(model, weights, &answers, formats, servers, &refs);

@@ -17,6 +17,7 @@ mod format_tally;
 mod model_rules;
 mod params;
 mod report;
+mod routed_share;
 mod routing;
 
 use hspi_datasets::top_label;
@@ -26,7 +27,8 @@ use class_tally::ClassTally;
 use format_tally::FormatTally;
 pub use params::VerifyParams;
 pub use report::{QueryEvidence, Verdict, VerifyReport, ENDPOINT_DOWN_EXIT};
-pub use routing::{clopper_pearson, RoutedShare, MIN_ROUTED};
+pub use routed_share::{describe_routes, RoutedShare};
+pub use routing::{clopper_pearson, MIN_ROUTED};
 
 use crate::dimension_verdict::on_claim;
 use crate::error::ClassifyError;

@@ -3,7 +3,7 @@
 use hspi_datasets::Dimension;
 use serde::{Deserialize, Serialize};
 
-use super::routing::RoutedShare;
+use super::routed_share::RoutedShare;
 use crate::dimension_verdict::{DimensionStatus, DimensionVerdict};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -261,18 +261,5 @@ mod tests {
         let mut accused = report(inconclusive(), &[Mismatch]);
         accused.went_down("down".into());
         assert_eq!(accused.exit_code(), 1);
-    }
-}
-
-impl Verdict {
-    /// A mixture in words: `f32/f16 17 of 24 (71 %, 95 % interval 49–87 %); q4_0 7 of 24 (…)`.
-    pub fn describe_routes(routes: &[RoutedShare], settled: usize, unsettled: usize) -> String {
-        let parts: Vec<String> = routes.iter().map(|r| r.describe(settled)).collect();
-        let rest = if unsettled > 0 {
-            format!("; {unsettled} more answers settled no one format")
-        } else {
-            String::new()
-        };
-        format!("{}{rest}", parts.join("; "))
     }
 }

@@ -7,8 +7,8 @@
 //! reference covers) until the budget ends, inconclusive.
 
 use hspi_datasets::{Dimension, NumericFormat};
-use serde::{Deserialize, Serialize};
 
+use super::routed_share::{describe_routes, RoutedShare};
 use super::{Verdict, Verifier};
 use crate::dimension_verdict::{DimensionStatus, DimensionVerdict};
 use crate::sources::format_identity::{route_group, FormatIdentity};
@@ -20,36 +20,6 @@ pub const MIN_ROUTED: usize = 3;
 
 /// The two-sided error of a share's interval.
 const INTERVAL_ERROR: f64 = 0.05;
-
-/// One deployment behind a mixture: its format, and its share of the answers that settled one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RoutedShare {
-    /// The format (`f32/f16` for the base and the formats within a change of engine's reach,
-    /// which no direction tells apart).
-    pub format: String,
-    /// Whether the claim allows it.
-    pub on_claim: bool,
-    /// Answers settled as it.
-    pub answers: usize,
-    /// Its share of the settled answers, and the 95 % interval of the share.
-    pub share: f64,
-    pub low: f64,
-    pub high: f64,
-}
-
-impl RoutedShare {
-    /// `q4_0 7 of 24 (29 %, 95 % interval 13–51 %)`.
-    pub fn describe(&self, settled: usize) -> String {
-        format!(
-            "{} {} of {settled} ({:.0} %, 95 % interval {:.0}–{:.0} %)",
-            self.format,
-            self.answers,
-            100.0 * self.share,
-            100.0 * self.low,
-            100.0 * self.high
-        )
-    }
-}
 
 impl Verifier<'_> {
     /// The group a format stands in for routing ([`route_group`]).
@@ -231,11 +201,7 @@ impl Verifier<'_> {
         row.status = DimensionStatus::Mismatch;
         row.nearest = format!("mixed: {}", names.join(" + "));
         row.unseen = false;
-        row.note = Some(Verdict::describe_routes(
-            routes,
-            settled,
-            self.unsettled_routes(),
-        ));
+        row.note = Some(describe_routes(routes, settled, self.unsettled_routes()));
     }
 
     /// Why a consistent verdict was held to the budget's end (`--routed-share`).

@@ -32,12 +32,34 @@ fn formats() -> Vec<NumericFormat> {
 /// 200 replayed audits per claim of [`CLAIMS`] of a llama-server serving SmolLM2's F16 weights
 /// with flash attention on, its cache at `cache`, its environment `env`.
 fn audits(cache: &str, env: &[(&str, &str)], seed: u64, out: &Path) -> Vec<serde_json::Value> {
+    audits_on(
+        cache,
+        env,
+        &hspi_probe::fresh_prompts(seed, ANSWERS, 8, 5),
+        out,
+    )
+}
+
+/// The same over the answers to `probes`.
+fn audits_on(
+    cache: &str,
+    env: &[(&str, &str)],
+    probes: &hspi_datasets::ProbeSet,
+    out: &Path,
+) -> Vec<serde_json::Value> {
     let args = ["-fa", "on", "-ctk", cache, "-ctv", cache];
     let gguf = llama::gguf("F16");
     let s = llama::LlamaServer::start_with_env(&llama::build("avx2"), &gguf, "smollm2", &args, env)
         .unwrap_or_else(|e| panic!("llama-server (F16, {cache} cache) did not start: {e}"));
-    let (answers, refs) =
-        common::fresh::answers_with_references(&s.url, seed, ANSWERS, &formats(), out);
+    let (answers, refs) = common::fresh::answers_to(
+        "smollm2",
+        &llama::smollm2_gguf(),
+        &s.url,
+        probes,
+        &formats(),
+        Vec::new(),
+        out,
+    );
     drop(s);
     CLAIMS
         .iter()
@@ -202,4 +224,55 @@ fn vllm_fp8_kv_cache_is_caught_and_an_honest_bf16_cache_never_accused() {
         200,
     );
     assert_eq!(verdicts(&honest[1], "consistent"), 0, "{}", honest[1]);
+}
+
+/// Prompts that make attention read far back (`audit --fresh-context 200`: recall the first of
+/// 200 words): the caches' rounding, summed over a long context, shows more of its pattern.
+/// Seven minutes on two cores: run on demand (`cargo test --release --test kv_cache -- --ignored`).
+#[test]
+#[ignore = "seven minutes: the guide's long-context figures, run on demand"]
+fn recall_prompts_show_more_of_a_cache_and_never_accuse_an_honest_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |cache: &str| {
+        let probes = hspi_probe::recall_prompts(46, ANSWERS, 200, 8, 5);
+        let t = audits_on(cache, &[], &probes, &tmp.path().join(cache));
+        [t[0].clone(), t[1].clone(), t[2].clone()]
+    };
+    let [f16, q8, _] = run("q8_0");
+    assert_stated_live(
+        "recall, q8_0 cache sold as f16",
+        verdicts(&f16, "mismatch"),
+        200,
+    );
+    assert_stated_live(
+        "recall, q8_0 cache sold as f16, named",
+        named(&f16, "f16+kv-q8_0"),
+        67,
+    );
+    assert_eq!(accusations(&q8), 0, "{q8}");
+    assert_stated_live(
+        "recall, declared q8_0 cache, consistent",
+        verdicts(&q8, "consistent"),
+        117,
+    );
+    let [f16, _, q4] = run("q4_0");
+    assert_stated_live(
+        "recall, q4_0 cache sold as f16",
+        verdicts(&f16, "mismatch"),
+        200,
+    );
+    assert_eq!(accusations(&q4), 0, "{q4}");
+    assert_stated_live(
+        "recall, declared q4_0 cache, consistent",
+        verdicts(&q4, "consistent"),
+        124,
+    );
+    // An honest F16 cache over a long context: never accused, and not confirmed either.
+    let honest = run("f16");
+    assert_eq!(accusations(&honest[0]), 0, "{}", honest[0]);
+    assert_stated_live(
+        "recall, honest f16 cache, consistent",
+        verdicts(&honest[0], "consistent"),
+        0,
+    );
 }

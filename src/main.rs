@@ -1,5 +1,5 @@
 //! hspi: hardware and software platform inference. The binary is glue: it parses the command line,
-//! calls the libraries, and maps outcomes to exit codes (0 ok, 1 mismatch or tampered, 2 error,
+//! calls the libraries, and maps outcomes to exit codes (0 ok, 1 mismatch, mixed or tampered, 2 error,
 //! 3 inconclusive, 4 unknown platform, 5 the endpoint went down mid-audit).
 
 mod cli;

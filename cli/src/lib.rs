@@ -56,7 +56,7 @@ pub enum Command {
     /// unknown-class rejection, baselines (Markdown or JSON).
     Eval(Box<eval::Args>),
     /// Check a claimed platform against a target with a sequential test (exit 0 consistent,
-    /// 1 mismatch or tampered, 3 inconclusive, 4 unknown platform: the worst claimed dimension).
+    /// 1 mismatch, mixed or tampered, 3 inconclusive, 4 unknown platform: the worst claimed dimension).
     #[command(after_help = "Examples:
   hspi verify answers/ --classifier model.json --references refs/f16 refs/q8_0 --claim '*/*/f16/*'
   hspi verify answers/ --classifier model.json --references refs/* --claim '*/*/int8/*' --audits 200 --json

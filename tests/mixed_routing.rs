@@ -4,8 +4,9 @@
 //! --routed DIR=SHARE`: each request answered from the cheaper server's answers with that
 //! probability): 10 % and 30 % routed to Q4_0 and 10 % to Q8_0 named "mixed" with the share's
 //! interval, honest servers never mixed; and one live fresh-prompt audit through a proxy routing
-//! every third request of ten to Q4_0. The guide states the figures
-//! (docs/how-hspi-decides.md#fig-mixed-routing).
+//! every third request of ten to Q4_0, whose references computed again afterwards, one format
+//! per run (`hspi dataset references`), equal the audit's and weigh its answers to the same
+//! verdict. The guide states the figures (docs/how-hspi-decides.md#fig-mixed-routing).
 
 mod common;
 
@@ -163,4 +164,60 @@ fn a_share_routed_to_a_cheaper_format_is_named_mixed_and_honest_servers_never() 
     );
     let summary = report["summary"].to_string();
     assert!(summary.contains("q4_0"), "{summary}");
+
+    // The same references computed after the audit, one format per run (as a cluster's array
+    // would): bit for bit the audit's own, and the answers weighed on them alone are mixed again.
+    let live = tmp.path().join("live");
+    let weights = w.to_str().unwrap();
+    let mut dirs = Vec::new();
+    for format in FORMATS.split(',') {
+        let dir = tmp.path().join(format!("later-{format}"));
+        common::ok(&[
+            "dataset",
+            "references",
+            live.to_str().unwrap(),
+            "--weights",
+            weights,
+            "--formats",
+            format,
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        dirs.push(dir.display().to_string());
+    }
+    let all = tmp.path().join("later-all");
+    common::ok(&[
+        "dataset",
+        "references",
+        live.to_str().unwrap(),
+        "--weights",
+        weights,
+        "--formats",
+        FORMATS,
+        "--out",
+        all.to_str().unwrap(),
+    ]);
+    common::ok(&[
+        "dataset",
+        "diff",
+        live.join("references").to_str().unwrap(),
+        all.to_str().unwrap(),
+    ]);
+    let mut args = vec!["verify", live.to_str().unwrap(), "--references"];
+    args.extend(dirs.iter().map(String::as_str));
+    args.extend([
+        "--claim",
+        F16,
+        "--max-queries",
+        "60",
+        "--max-tokens-total",
+        "480",
+        "--json",
+    ]);
+    let again = common::run(&args);
+    let again: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(
+        again["verdict"]["verdict"], "mixed",
+        "weighed again: {again}"
+    );
 }

@@ -29,6 +29,30 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compute hspi's references on the tokens of answers collected before or elsewhere (teacher
+    /// forcing, as a fresh audit does while it asks), one dataset per run: later, on another
+    /// machine, or one format per job of a cluster's array; `hspi verify ANSWERS --references
+    /// REFS…` then weighs the answers against them.
+    References {
+        /// The answers' dataset (`hspi collect --out DIR`, or an audit's `--out DIR`).
+        answers: PathBuf,
+        /// The model's weights (a GGUF file or a checkpoint directory).
+        #[arg(long)]
+        weights: PathBuf,
+        /// The formats to compute (comma-separated: f16,q8_0,q4_0,f16+kv-q8_0, …).
+        #[arg(long, value_delimiter = ',', required = true)]
+        formats: Vec<hspi_datasets::NumericFormat>,
+        /// The references' dataset directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Replace --out if it exists.
+        #[arg(long)]
+        force: bool,
+        /// Hold every format's engine between answers, or make each per answer (as `audit
+        /// --fresh-memory`).
+        #[arg(long, value_name = "auto|resident|per-answer", default_value = "auto")]
+        memory: hspi_collect::residency::Residency,
+    },
     /// Merge shard datasets (e.g. an atlas plan's shards) into one, checking probe set, model
     /// and schema, refusing duplicate records, keeping every shard's provenance.
     Merge {

@@ -15,6 +15,29 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             let rows = hspi_datasets::export::export(&Dataset::open(&dataset)?, format, &out)?;
             printer::status(&format!("wrote {rows} rows to {}", out.display()));
         }
+        Command::References {
+            answers,
+            weights,
+            formats,
+            out,
+            force,
+            memory,
+        } => {
+            let command = hspi_cli::command_line();
+            let written = hspi_audit::forced_references(hspi_audit::ForcedReferences {
+                answers: &answers,
+                weights: &weights,
+                formats,
+                out: &out,
+                mode: hspi_datasets::OpenMode::from_flags(false, force),
+                residency: memory,
+                command: &command,
+            })?;
+            printer::status(&format!(
+                "wrote {written} reference records to {}",
+                out.display()
+            ));
+        }
         Command::Merge { shards, out } => {
             let command = hspi_cli::command_line();
             let session = hspi_collect::session::new_session(&command);

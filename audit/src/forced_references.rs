@@ -1,0 +1,46 @@
+//! References for answers collected before or elsewhere (`hspi dataset references`): hspi's
+//! formats teacher-forced on each answer's own tokens, as a fresh audit computes them while it
+//! asks — so that an auditor can compute them later, on another machine, or one format per job
+//! of a cluster's array, and weigh the answers with `hspi verify ANSWERS --references REFS…`.
+
+use std::path::Path;
+
+use hspi_collect::residency::Residency;
+use hspi_collect::session::ForcedSession;
+use hspi_collect::teacher_forced::ForcedEngines;
+use hspi_datasets::{Dataset, NumericFormat, OpenMode};
+
+use crate::error::AuditError;
+
+/// What to compute: the answers, the model's weights, the formats, and where the references go.
+pub struct ForcedReferences<'a> {
+    pub answers: &'a Path,
+    pub weights: &'a Path,
+    pub formats: Vec<NumericFormat>,
+    pub out: &'a Path,
+    pub mode: OpenMode,
+    pub residency: Residency,
+    /// The command line, recorded as the references' provenance.
+    pub command: &'a str,
+}
+
+/// The references, written as each answer's come (an interrupted run keeps those it made);
+/// returns how many records were written.
+pub fn forced_references(job: ForcedReferences) -> Result<usize, AuditError> {
+    let answers = Dataset::open(job.answers)?;
+    let probes = answers.probe_set()?;
+    let info = hspi_collect::Model::language_model(&answers.manifest.model.id, job.weights)?.info();
+    let engines = ForcedEngines {
+        weights: job.weights.to_path_buf(),
+        formats: job.formats,
+        servers: Vec::new(),
+        residency: job.residency,
+    };
+    let mut forced = ForcedSession::open(engines, info, &probes, job.out, job.mode, job.command)?;
+    let mut written = 0;
+    for r in answers.records()? {
+        written += forced.references(&r)?.len();
+    }
+    forced.finish()?;
+    Ok(written)
+}

@@ -168,35 +168,27 @@ fn a_share_routed_to_a_cheaper_format_is_named_mixed_and_honest_servers_never() 
     // The same references computed after the audit, one format per run (as a cluster's array
     // would): bit for bit the audit's own, and the answers weighed on them alone are mixed again.
     let live = tmp.path().join("live");
-    let weights = w.to_str().unwrap();
-    let mut dirs = Vec::new();
-    for format in FORMATS.split(',') {
-        let dir = tmp.path().join(format!("later-{format}"));
+    let later = |formats: &str, dir: &Path| {
         common::ok(&[
             "dataset",
             "references",
             live.to_str().unwrap(),
             "--weights",
-            weights,
+            w.to_str().unwrap(),
             "--formats",
-            format,
+            formats,
             "--out",
             dir.to_str().unwrap(),
         ]);
+    };
+    let mut dirs = Vec::new();
+    for format in FORMATS.split(',') {
+        let dir = tmp.path().join(format!("later-{format}"));
+        later(format, &dir);
         dirs.push(dir.display().to_string());
     }
     let all = tmp.path().join("later-all");
-    common::ok(&[
-        "dataset",
-        "references",
-        live.to_str().unwrap(),
-        "--weights",
-        weights,
-        "--formats",
-        FORMATS,
-        "--out",
-        all.to_str().unwrap(),
-    ]);
+    later(FORMATS, &all);
     common::ok(&[
         "dataset",
         "diff",

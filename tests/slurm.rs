@@ -2,7 +2,9 @@
 //! munge, started on localhost by .ci/slurm-up): plan 4 shards of the CNN's CPU grid, submit the
 //! generated sbatch array, merge the shards, and compare with a one-machine collection record for
 //! record; plan a pack build (one job per format, each starting its own llama-server), submit its
-//! array, assemble, and compare with `pack build` on one machine.
+//! array, assemble, and compare with `pack build` on one machine; compute a fresh audit's
+//! references as an array, one format per task (`dataset references-slurm`), and compare each
+//! with the same references computed on one machine.
 
 mod common;
 
@@ -48,6 +50,17 @@ impl Cluster {
 }
 
 impl Cluster {
+    /// [`Self::run_array`] of `script`'s `tasks` tasks, logging to `logs` with `{}` the index.
+    fn run_tasks(&self, script: &Path, tasks: usize, logs: &Path) {
+        let text = std::fs::read_to_string(script).unwrap();
+        let array = format!("#SBATCH --array=0-{}", tasks - 1);
+        assert!(text.contains(&array), "{text}");
+        let logs: Vec<PathBuf> = (0..tasks)
+            .map(|i| PathBuf::from(logs.display().to_string().replace("{}", &i.to_string())))
+            .collect();
+        self.run_array(script, &logs);
+    }
+
     /// `sbatch --wait` of `script`, its tasks' `logs` shown where it fails.
     fn run_array(&self, script: &Path, logs: &[PathBuf]) {
         let submitted = Command::new("sbatch")
@@ -108,14 +121,7 @@ fn a_slurm_array_over_four_shards_merges_into_the_one_machine_dataset() {
         "--out",
         script.to_str().unwrap(),
     ]);
-    let text = std::fs::read_to_string(&script).unwrap();
-    assert!(text.contains("#SBATCH --array=0-3"), "{text}");
-    cluster.run_array(
-        &script,
-        &(0..4)
-            .map(|i| plan_dir.join(format!("logs/shard-{i}.log")))
-            .collect::<Vec<_>>(),
-    );
+    cluster.run_tasks(&script, 4, &plan_dir.join("logs/shard-{}.log"));
     let shards: Vec<String> = (0..4)
         .map(|i| {
             plan_dir
@@ -315,14 +321,7 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
         "--out",
         script.to_str().unwrap(),
     ]);
-    let text = std::fs::read_to_string(&script).unwrap();
-    assert!(text.contains("#SBATCH --array=0-1"), "{text}");
-    cluster.run_array(
-        &script,
-        &(0..2)
-            .map(|i| plan_dir.join(format!("logs/job-{i}.log")))
-            .collect::<Vec<_>>(),
-    );
+    cluster.run_tasks(&script, 2, &plan_dir.join("logs/job-{}.log"));
     ok(&[
         "pack",
         "assemble",
@@ -362,4 +361,59 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
     let r = run(&["pack", "job", plan.to_str().unwrap(), "--index", "2"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("no job 2 (it has 2)"), "{}", r.stderr);
+}
+
+#[test]
+fn fresh_references_as_a_slurm_array_equal_the_one_machine_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Answers of a live llama-server to prompts made for this audit.
+    let server = llama::start("avx2", "F16");
+    let probes = hspi_probe::fresh_prompts(71, 4, 8, 5);
+    let file = tmp.path().join("fresh.json");
+    hspi_probe::write_probe_set(&file, &probes).unwrap();
+    let answers = chat_answers(&server.url, &file, &tmp.path().join("answers"));
+    drop(server);
+    let weights = llama::smollm2_gguf();
+    let cluster = Cluster::up(&tmp.path().join("slurm"));
+    let out = tmp.path().join("references");
+    let script = tmp.path().join("references.sbatch");
+    ok(&[
+        "dataset",
+        "references-slurm",
+        answers.to_str().unwrap(),
+        "--weights",
+        weights.to_str().unwrap(),
+        "--formats",
+        "f16,q8_0",
+        "--out",
+        out.to_str().unwrap(),
+        "--hspi",
+        env!("CARGO_BIN_EXE_hspi"),
+        "--cpus-per-task",
+        "2",
+        "--script",
+        script.to_str().unwrap(),
+    ]);
+    cluster.run_tasks(&script, 2, &out.join("logs/references-{}.log"));
+    // Each task's references equal those computed on one machine, bit for bit.
+    for format in ["f16", "q8_0"] {
+        let single = tmp.path().join(format!("one-machine-{format}"));
+        ok(&[
+            "dataset",
+            "references",
+            answers.to_str().unwrap(),
+            "--weights",
+            weights.to_str().unwrap(),
+            "--formats",
+            format,
+            "--out",
+            single.to_str().unwrap(),
+        ]);
+        ok(&[
+            "dataset",
+            "diff",
+            single.to_str().unwrap(),
+            out.join(format).to_str().unwrap(),
+        ]);
+    }
 }

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use hspi_collect::atlas::slurm::{self, SlurmOptions};
 use hspi_collect::residency::Residency;
 use hspi_collect::session::ForcedSession;
 use hspi_collect::teacher_forced::ForcedEngines;
@@ -43,4 +44,41 @@ pub fn forced_references(job: ForcedReferences) -> Result<usize, AuditError> {
     }
     forced.finish()?;
     Ok(written)
+}
+
+/// An sbatch array computing the references of `answers` one format per task, each into
+/// `out/FORMAT` (`logs/` beside them, which the caller makes): the same command on a cluster's
+/// nodes, its results weighed together with `hspi verify ANSWERS --references out/*`.
+pub fn references_slurm_script(
+    answers: &Path,
+    weights: &Path,
+    formats: &[NumericFormat],
+    out: &Path,
+    o: &SlurmOptions,
+    gpus: bool,
+) -> Result<String, AuditError> {
+    let absolute = |p: &Path| std::path::absolute(p).map_err(AuditError::io(p));
+    let (answers, weights, out) = (absolute(answers)?, absolute(weights)?, absolute(out)?);
+    let mut s = slurm::header(
+        "hspi-references",
+        formats.len(),
+        &out.join("logs/references-%a.log"),
+        o,
+        gpus,
+    );
+    let names: Vec<String> = formats.iter().map(ToString::to_string).collect();
+    for (i, f) in names.iter().enumerate() {
+        s.push_str(&format!("# task {i}: {f}\n"));
+    }
+    s.push_str("set -euo pipefail\n");
+    s.push_str(&format!("formats=({})\n", names.join(" ")));
+    s.push_str("format=${formats[$SLURM_ARRAY_TASK_ID]}\n");
+    s.push_str(&format!(
+        "exec \"{}\" dataset references \"{}\" --weights \"{}\" --formats \"$format\" --out \"{}/$format\" --force\n",
+        o.hspi,
+        answers.display(),
+        weights.display(),
+        out.display()
+    ));
+    Ok(s)
 }

@@ -34,14 +34,8 @@ pub enum Command {
     /// machine, or one format per job of a cluster's array; `hspi verify ANSWERS --references
     /// REFS…` then weighs the answers against them.
     References {
-        /// The answers' dataset (`hspi collect --out DIR`, or an audit's `--out DIR`).
-        answers: PathBuf,
-        /// The model's weights (a GGUF file or a checkpoint directory).
-        #[arg(long)]
-        weights: PathBuf,
-        /// The formats to compute (comma-separated: f16,q8_0,q4_0,f16+kv-q8_0, …).
-        #[arg(long, value_delimiter = ',', required = true)]
-        formats: Vec<hspi_datasets::NumericFormat>,
+        #[command(flatten)]
+        forced: ForcedArgs,
         /// The references' dataset directory.
         #[arg(long)]
         out: PathBuf,
@@ -53,6 +47,25 @@ pub enum Command {
         #[arg(long, value_name = "auto|resident|per-answer", default_value = "auto")]
         memory: hspi_collect::residency::Residency,
     },
+    /// Write an sbatch array computing `dataset references` one format per task, each into
+    /// OUT/FORMAT (logs in OUT/logs): the fresh references of a large model's answers on a
+    /// cluster's nodes; then `hspi verify ANSWERS --references OUT/*` weighs them together.
+    ReferencesSlurm {
+        /// The formats: one task each.
+        #[command(flatten)]
+        forced: ForcedArgs,
+        /// Where the tasks write their references (one dataset per format) and logs.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        slurm: crate::atlas::SlurmArgs,
+        /// Ask a GPU for each task.
+        #[arg(long)]
+        gpus: bool,
+        /// The script to write.
+        #[arg(long)]
+        script: PathBuf,
+    },
     /// Merge shard datasets (e.g. an atlas plan's shards) into one, checking probe set, model
     /// and schema, refusing duplicate records, keeping every shard's provenance.
     Merge {
@@ -63,4 +76,17 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// What `dataset references` computes, and on what.
+#[derive(Debug, clap::Args)]
+pub struct ForcedArgs {
+    /// The answers' dataset (`hspi collect --out DIR`, or an audit's `--out DIR`).
+    pub answers: PathBuf,
+    /// The model's weights (a GGUF file or a checkpoint directory, as the nodes see it).
+    #[arg(long)]
+    pub weights: PathBuf,
+    /// The formats (comma-separated: f16,q8_0,q4_0,f16+kv-q8_0, …).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub formats: Vec<hspi_datasets::NumericFormat>,
 }

@@ -16,18 +16,16 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             printer::status(&format!("wrote {rows} rows to {}", out.display()));
         }
         Command::References {
-            answers,
-            weights,
-            formats,
+            forced,
             out,
             force,
             memory,
         } => {
             let command = hspi_cli::command_line();
             let written = hspi_audit::forced_references(hspi_audit::ForcedReferences {
-                answers: &answers,
-                weights: &weights,
-                formats,
+                answers: &forced.answers,
+                weights: &forced.weights,
+                formats: forced.formats,
                 out: &out,
                 mode: hspi_datasets::OpenMode::from_flags(false, force),
                 residency: memory,
@@ -37,6 +35,25 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 "wrote {written} reference records to {}",
                 out.display()
             ));
+        }
+        Command::ReferencesSlurm {
+            forced,
+            out,
+            slurm,
+            gpus,
+            script,
+        } => {
+            let o = super::atlas::slurm_options(slurm)?;
+            let f = &forced;
+            let text = hspi_audit::references_slurm_script(
+                &f.answers, &f.weights, &f.formats, &out, &o, gpus,
+            )?;
+            let logs = out.join("logs");
+            std::fs::create_dir_all(&logs)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", logs.display()))?;
+            std::fs::write(&script, text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", script.display()))?;
+            printer::data(&script.display().to_string());
         }
         Command::Merge { shards, out } => {
             let command = hspi_cli::command_line();

@@ -1,6 +1,6 @@
 //! Mixed routing: a provider that sends a share of its requests to a cheaper deployment. The
 //! sequential test weighs all answers as one platform's; here each answer is settled on its own
-//! (`FormatShapes::settled`: its format known and every other ruled out), and answers settled as
+//! (`FormatShapes::settled`: every other format group ruled out, its own not), and answers settled as
 //! two formats, each at least [`MIN_ROUTED`] times, are a mixture: named with each format's share
 //! of the settled answers and its 95 % Clopper–Pearson interval. Fewer answers of the second
 //! format hold every single-format verdict (the aggregate of a mixture looks like a format no

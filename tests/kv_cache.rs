@@ -158,21 +158,13 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
     assert_eq!(accusations(&q4), 0, "{q4}");
 }
 
-/// Whether this CPU has AVX-512: vLLM's CPU attention stores an fp8 cache only with it (or AMX).
-fn has_avx512() -> bool {
-    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains(" avx512f"))
-}
-
 /// vLLM's fp8 KV cache (`--kv-cache-dtype fp8`, e4m3 at its default scale of 1) behind vLLM-CPU at
-/// bf16: the served path rounds keys and values as vLLM stores them (`bf16+kv-fp8-e4m3`).
+/// bf16: the served path rounds keys and values as vLLM stores them (`bf16+kv-fp8-e4m3`). The
+/// honest bf16 server runs on every CPU; the fp8 one where vLLM's CPU attention can store such a
+/// cache (AVX-512, or AMX, which comes with it): which parts run depends on the CPU, what they
+/// assert does not.
 #[test]
 fn vllm_fp8_kv_cache_is_caught_and_an_honest_bf16_cache_never_accused() {
-    if !has_avx512() {
-        eprintln!(
-            "skipped: vLLM's CPU attention stores an fp8 KV cache only on x86 with AVX-512 or AMX, and this CPU has neither"
-        );
-        return;
-    }
     let formats: Vec<NumericFormat> = ["f32", "bf16", "bf16+kv-fp8-e4m3"]
         .iter()
         .map(|f| f.parse().unwrap())
@@ -194,6 +186,22 @@ fn vllm_fp8_kv_cache_is_caught_and_an_honest_bf16_cache_never_accused() {
             .map(|c| replayed(&answers, &refs, c, BUDGET))
             .collect()
     };
+    // vLLM's own bf16 cache: consistent, and never confirmed as an fp8 one.
+    let honest = run(&[], 45, "bf16");
+    assert_eq!(accusations(&honest[0]), 0, "{}", honest[0]);
+    assert_stated_live(
+        "vLLM bf16 cache, consistent",
+        verdicts(&honest[0], "consistent"),
+        200,
+    );
+    assert_eq!(verdicts(&honest[1], "consistent"), 0, "{}", honest[1]);
+
+    if !common::llama::cpu_has(&["avx512f"]) {
+        eprintln!(
+            "note: the fp8 cache's server not started: vLLM's CPU attention stores an fp8 KV cache only on x86 with AVX-512 or AMX, and this CPU has neither"
+        );
+        return;
+    }
     // An fp8 cache sold as bf16: caught within 48 output tokens, named by its pattern; declared,
     // confirmed.
     let cached = run(&["--kv-cache-dtype", "fp8"], 44, "fp8");
@@ -214,16 +222,6 @@ fn vllm_fp8_kv_cache_is_caught_and_an_honest_bf16_cache_never_accused() {
         verdicts(&cached[1], "consistent"),
         200,
     );
-
-    // vLLM's own bf16 cache: consistent, and never confirmed as an fp8 one.
-    let honest = run(&[], 45, "bf16");
-    assert_eq!(accusations(&honest[0]), 0, "{}", honest[0]);
-    assert_stated_live(
-        "vLLM bf16 cache, consistent",
-        verdicts(&honest[0], "consistent"),
-        200,
-    );
-    assert_eq!(verdicts(&honest[1], "consistent"), 0, "{}", honest[1]);
 }
 
 /// Prompts that make attention read far back (`audit --fresh-context 200`: recall the first of

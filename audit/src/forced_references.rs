@@ -8,7 +8,7 @@ use std::path::Path;
 use hspi_collect::atlas::slurm::{self, SlurmOptions};
 use hspi_collect::residency::Residency;
 use hspi_collect::session::ForcedSession;
-use hspi_collect::teacher_forced::ForcedEngines;
+use hspi_collect::teacher_forced::{ForcedEngines, ReferenceEngine};
 use hspi_datasets::{Dataset, NumericFormat, OpenMode};
 
 use crate::error::AuditError;
@@ -18,6 +18,8 @@ pub struct ForcedReferences<'a> {
     pub answers: &'a Path,
     pub weights: &'a Path,
     pub formats: Vec<NumericFormat>,
+    /// Engines the user runs computing references too (`audit --reference-server`, …).
+    pub servers: Vec<ReferenceEngine>,
     pub out: &'a Path,
     pub mode: OpenMode,
     pub residency: Residency,
@@ -34,7 +36,7 @@ pub fn forced_references(job: ForcedReferences) -> Result<usize, AuditError> {
     let engines = ForcedEngines {
         weights: job.weights.to_path_buf(),
         formats: job.formats,
-        servers: Vec::new(),
+        servers: job.servers,
         residency: job.residency,
     };
     let mut forced = ForcedSession::open(engines, info, &probes, job.out, job.mode, job.command)?;

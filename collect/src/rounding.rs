@@ -25,13 +25,19 @@ pub fn round_tf32(x: f32) -> f32 {
 /// Round to a small float with `mantissa` stored bits, smallest normal exponent `emin`, largest
 /// finite value `max` (saturating, as fp8 conversions with satfinite do).
 fn round_minifloat(x: f32, mantissa: i32, emin: i32, max: f64) -> f32 {
+    minifloat(x, mantissa, emin, max, f64::round_ties_even)
+}
+
+/// `x` on the grid of a small float (`mantissa` stored bits, smallest normal exponent `emin`),
+/// `to_step` choosing the step (nearest-even, or toward zero), saturating at `max`.
+fn minifloat(x: f32, mantissa: i32, emin: i32, max: f64, to_step: fn(f64) -> f64) -> f32 {
     if x == 0.0 || !x.is_finite() {
         return x;
     }
     let a = (x as f64).abs();
     let exp = (((a.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(emin);
     let quantum = 2f64.powi(exp - mantissa);
-    let r = ((a / quantum).round_ties_even() * quantum).min(max);
+    let r = (to_step(a / quantum) * quantum).min(max);
     (r as f32).copysign(x)
 }
 
@@ -54,13 +60,7 @@ pub fn round_fp4_e2m1(x: f32) -> f32 {
 /// cache (`float_to_fp8e4m3_scalar` and `…e5m2…` in its `cpu_attn_fp8.hpp`) keeps the leading
 /// bits of the f32 value and drops the rest.
 fn truncate_minifloat(x: f32, mantissa: i32, emin: i32, max: f64) -> f32 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    let a = ((x as f64).abs()).min(max);
-    let exp = (((a.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(emin);
-    let quantum = 2f64.powi(exp - mantissa);
-    (((a / quantum).trunc() * quantum) as f32).copysign(x)
+    minifloat(x, mantissa, emin, max, f64::trunc)
 }
 
 /// FP8 E4M3 as vLLM's CPU KV cache stores it: truncated, saturating at 448.

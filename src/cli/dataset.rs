@@ -26,6 +26,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 answers: &forced.answers,
                 weights: &forced.weights,
                 formats: forced.formats,
+                servers: Vec::new(),
                 out: &out,
                 mode: hspi_datasets::OpenMode::from_flags(false, force),
                 residency: memory,

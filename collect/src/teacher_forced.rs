@@ -19,7 +19,7 @@ pub use crate::residency::Residency;
 use crate::serve::log_softmax;
 use crate::zoo::chat_template::Message;
 use crate::zoo::codec::Codec;
-use crate::zoo::llama_weights::LlamaWeights;
+use crate::zoo::decoder_weights::DecoderWeights;
 use crate::zoo::model_config::ModelConfig;
 
 /// One format's engine, able to score every position of a given token sequence.
@@ -92,7 +92,7 @@ struct Maker {
 impl Maker {
     /// The engine, read from its kept file where that holds it, else computed (from `source`,
     /// the weights loaded already, where given) and kept.
-    fn make(&self, source: Option<&LlamaWeights>) -> Result<ForcedLm> {
+    fn make(&self, source: Option<&DecoderWeights>) -> Result<ForcedLm> {
         let Some((config, tables)) = &self.served else {
             return Ok(ForcedLm::Gguf(GgufAllPositions::load(
                 &self.weights,
@@ -111,7 +111,7 @@ impl Maker {
         let source = match source {
             Some(w) => w,
             None => {
-                loaded = crate::zoo::llama_weights::load(&self.weights)?;
+                loaded = crate::zoo::decoder_weights::load(&self.weights)?;
                 &loaded
             }
         };
@@ -283,7 +283,7 @@ impl ForcedReferences {
         let is_served = |f: NumericFormat| crate::scheme::serving(f).is_some();
         // The market formats' source weights (f32), with their shared unquantised tables.
         let source = match wanted.iter().any(|p| is_served(p.format)) {
-            true => Some(crate::zoo::llama_weights::load(&path)?),
+            true => Some(crate::zoo::decoder_weights::load(&path)?),
             false => None,
         };
         let tables = source.as_ref().map(ServedTables::new);
@@ -320,7 +320,7 @@ impl ForcedReferences {
             true => 1,
             false => usize::MAX,
         };
-        let load = |indices: Vec<usize>, source: Option<&LlamaWeights>| {
+        let load = |indices: Vec<usize>, source: Option<&DecoderWeights>| {
             on_workers(indices.len(), workers, |j| {
                 let lm = makers[indices[j]].make(source)?;
                 Ok::<Option<ForcedLm>, CollectError>((!per_answer).then_some(lm))

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use hspi_collect::scheme;
-use hspi_collect::zoo::llama_weights::{self, LlamaWeights};
+use hspi_collect::zoo::decoder_weights::{self, DecoderWeights};
 use hspi_datasets::NumericFormat;
 
 fn fixture(name: &str) -> PathBuf {
@@ -17,7 +17,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// Every linear layer's values, layer by layer, with `(name, cols)`.
-fn linears(w: &LlamaWeights) -> Vec<(String, Vec<f32>, usize)> {
+fn linears(w: &DecoderWeights) -> Vec<(String, Vec<f32>, usize)> {
     w.layers
         .iter()
         .enumerate()
@@ -32,8 +32,8 @@ fn linears(w: &LlamaWeights) -> Vec<(String, Vec<f32>, usize)> {
 /// How many of the checkpoint's dequantised weights differ from hspi's scheme applied to the
 /// unquantised checkpoint, of how many.
 fn differences(dir: &str, format: NumericFormat) -> (usize, usize) {
-    let base = llama_weights::load(&fixture("base")).unwrap();
-    let published = llama_weights::load(&fixture(dir)).unwrap();
+    let base = decoder_weights::load(&fixture("base")).unwrap();
+    let published = decoder_weights::load(&fixture(dir)).unwrap();
     assert_eq!(published.quantized, Some(format), "{dir}");
     assert_eq!(base.quantized, None);
     assert_eq!(
@@ -100,7 +100,7 @@ fn w4a16_group_64_checkpoints_are_hspis_int4_w4a16_g64() {
 #[test]
 fn a_checkpoint_is_served_at_its_own_format_only() {
     use hspi_collect::backend::candle_cpu::ServedLm;
-    let published = llama_weights::load(&fixture("w8a8")).unwrap();
+    let published = decoder_weights::load(&fixture("w8a8")).unwrap();
     let e = ServedLm::new(&published, NumericFormat::Bf16)
         .err()
         .expect("a W8A8 checkpoint served at bf16")
@@ -115,6 +115,6 @@ fn a_checkpoint_is_served_at_its_own_format_only() {
     let own = ServedLm::new(&published, NumericFormat::Int8W8a8).unwrap();
     let logits = own.next_token_logits(&[1, 2, 3]).unwrap();
     assert!(!logits.is_empty() && logits.iter().all(|v| v.is_finite()));
-    let base = llama_weights::load(&fixture("base")).unwrap();
+    let base = decoder_weights::load(&fixture("base")).unwrap();
     ServedLm::new(&base, NumericFormat::Bf16).unwrap();
 }

@@ -73,7 +73,7 @@ fn teacher_forced_references_rank_a_greedy_answer_first_at_every_position() {
             content: text.into(),
         }])
         .unwrap();
-    let weights = hspi_collect::zoo::llama_weights::load(&path).unwrap();
+    let weights = hspi_collect::zoo::decoder_weights::load(&path).unwrap();
     let bf16 = ServedLm::new(&weights, NumericFormat::Bf16).unwrap();
     let mut q8 = QuantizedLm::load(&path, "q8_0".parse().unwrap()).unwrap();
     let answers = [
@@ -226,7 +226,7 @@ fn formats_made_per_answer_score_as_formats_held() {
 fn served_formats_kept_on_disk_read_back_exactly() {
     let path = smollm2::weights_path(None)
         .expect("SmolLM2's weights are not cached: run .ci/setup (hspi fetch smollm2)");
-    let weights = hspi_collect::zoo::llama_weights::load(&path).unwrap();
+    let weights = hspi_collect::zoo::decoder_weights::load(&path).unwrap();
     let tables = hspi_collect::backend::candle_cpu::ServedTables::new(&weights);
     let format: NumericFormat = "fp8-w8a8".parse().unwrap();
     let lm = ServedLm::with_tables(&weights, format, tables.clone()).unwrap();

@@ -70,6 +70,34 @@ pub fn served_answer(server: &LlamaServer, prompt: &[u32], n: usize) -> Vec<(u32
         .collect()
 }
 
+/// vLLM's greedy answer of `n` tokens to `prompt` (token ids) from its completions endpoint at
+/// `base`, served as `model`: each token with its logprob.
+pub fn vllm_answer(base: &str, model: &str, prompt: &[u32], n: usize) -> Vec<(u32, Option<f32>)> {
+    let url = format!("{base}/v1/completions");
+    let body = serde_json::json!({
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": n,
+        "temperature": 0.0,
+        "logprobs": 1,
+        "ignore_eos": true,
+        "return_tokens_as_token_ids": true,
+    });
+    let response = super::post_json(&url, &body);
+    let logprobs = &response["choices"][0]["logprobs"];
+    let tokens = logprobs["tokens"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{url}: no logprobs.tokens in {response}"));
+    tokens
+        .iter()
+        .zip(logprobs["token_logprobs"].as_array().unwrap())
+        .map(|(t, lp)| {
+            let id = t.as_str().unwrap().trim_start_matches("token_id:");
+            (id.parse().unwrap(), lp.as_f64().map(|lp| lp as f32))
+        })
+        .collect()
+}
+
 /// `server`'s greedy answer of `n` tokens to `prompt`, against hspi's references at `format` of
 /// the GGUF file at `weights` on its tokens.
 pub fn gap(
@@ -81,10 +109,42 @@ pub fn gap(
 ) -> Gap {
     let served = served_answer(server, prompt, n);
     assert_eq!(served.len(), n, "{}: llama-server's answer", server.url);
+    let mut lm = GgufAllPositions::load(weights, format, None).unwrap();
+    gap_of(&served, prompt, |context, from| {
+        lm.logits_from(context, from).unwrap()
+    })
+}
+
+/// vLLM's greedy answer (at `base`, served as `model`) of `n` tokens to `prompt`, against hspi's
+/// served path at `format` of the weights at `weights` on its tokens.
+pub fn vllm_gap(
+    base: &str,
+    model: &str,
+    weights: &Path,
+    format: NumericFormat,
+    prompt: &[u32],
+    n: usize,
+) -> Gap {
+    let served = vllm_answer(base, model, prompt, n);
+    assert_eq!(served.len(), n, "{base}: vLLM's answer");
+    let decoder = hspi_collect::zoo::decoder_weights::load(weights).unwrap();
+    let lm = hspi_collect::backend::candle_cpu::ServedLm::new(&decoder, format).unwrap();
+    gap_of(&served, prompt, |context, from| {
+        lm.logits_from(context, from).unwrap()
+    })
+}
+
+/// How `served` (an answer to `prompt`) stands to the logits `logits(context, from)` computes
+/// after each of its prefixes.
+fn gap_of(
+    served: &[(u32, Option<f32>)],
+    prompt: &[u32],
+    mut logits: impl FnMut(&[u32], usize) -> Vec<Vec<f32>>,
+) -> Gap {
+    let n = served.len();
     let mut context = prompt.to_vec();
     context.extend(served.iter().map(|(id, _)| id));
-    let mut lm = GgufAllPositions::load(weights, format, None).unwrap();
-    let rows = lm.logits_from(&context, prompt.len()).unwrap();
+    let rows = logits(&context, prompt.len());
     let (mut deltas, mut agree) = (Vec::new(), 0);
     for ((id, logprob), row) in served.iter().zip(&rows) {
         let lp = log_softmax(row);

@@ -46,6 +46,12 @@ impl Vllm {
 
     /// The same with `more` options of `vllm serve` (`--kv-cache-dtype fp8`).
     pub fn start_with(dtype: &str, more: &[&str]) -> Vllm {
+        Vllm::serve(&checkpoint(), dtype, more)
+    }
+
+    /// `vllm serve` of the checkpoint directory `model` at `dtype` with `more` options (a later
+    /// `--served-model-name` names it otherwise than "smollm2").
+    pub fn serve(model: &Path, dtype: &str, more: &[&str]) -> Vllm {
         python();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -54,7 +60,7 @@ impl Vllm {
             .port();
         let log = tempfile::NamedTempFile::new().unwrap();
         let child = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/vllm-serve"))
-            .arg(checkpoint())
+            .arg(model)
             .arg(port.to_string())
             .arg(dtype)
             .args(more)

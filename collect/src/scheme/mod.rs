@@ -14,7 +14,7 @@ mod nvfp4;
 
 use hspi_datasets::NumericFormat;
 
-use crate::zoo::llama_weights::{LayerWeights, ModelConfig};
+use crate::zoo::decoder_weights::{LayerWeights, ModelConfig};
 
 pub use crate::rounding::{amax, round_bf16, round_fp4_e2m1, round_fp8_e4m3};
 
@@ -87,10 +87,10 @@ pub fn market_formats() -> Vec<NumericFormat> {
     .into()
 }
 
-/// A llama layer's linear layers rounded to bf16 (the published model's dtype) and quantised by
+/// A decoder layer's linear layers rounded to bf16 (the published model's dtype) and quantised by
 /// `scheme`, q, k and v as one fused layer and gate and up as another, as the engines run them.
 pub fn quantise_layer(layer: &mut LayerWeights, scheme: &dyn LinearScheme, c: &ModelConfig) {
-    let (h, i) = (c.hidden, c.intermediate);
+    let (h, i, q) = (c.hidden, c.intermediate, c.heads * c.head_dim());
     for w in [
         &mut layer.q,
         &mut layer.k,
@@ -103,7 +103,7 @@ pub fn quantise_layer(layer: &mut LayerWeights, scheme: &dyn LinearScheme, c: &M
         w.iter_mut().for_each(|v| *v = round_bf16(*v));
     }
     scheme.fused_weights(&mut [&mut layer.q, &mut layer.k, &mut layer.v], h);
-    scheme.weights(&mut layer.o, h);
+    scheme.weights(&mut layer.o, q);
     scheme.fused_weights(&mut [&mut layer.gate, &mut layer.up], h);
     scheme.weights(&mut layer.down, i);
 }

@@ -169,7 +169,7 @@ impl<'a> Tensors<'a> {
             .map_err(|_| bad(self.path, format!("tensor {name} missing")))
     }
 
-    fn has(&self, name: &str) -> bool {
+    pub fn has(&self, name: &str) -> bool {
         self.st.tensor(name).is_ok()
     }
 

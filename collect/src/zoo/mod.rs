@@ -8,11 +8,11 @@ pub mod chat_template;
 pub mod cnn_digits;
 pub mod codec;
 pub mod compressed_tensors;
+pub mod decoder_weights;
 pub mod digits;
 pub mod gemma3_270m;
 pub mod identity;
 mod image_model;
-pub mod llama_weights;
 pub mod model_config;
 mod registry_weights;
 pub mod retrain;
@@ -241,5 +241,5 @@ fn sha256_files(paths: &[std::path::PathBuf]) -> Result<String> {
 /// directory the sha256 over its safetensors files in name order (a one-file checkpoint's is
 /// the file's own, as the hub lists it).
 pub fn weights_sha256(path: &Path) -> Result<String> {
-    sha256_files(&llama_weights::identity_files(path)?)
+    sha256_files(&decoder_weights::identity_files(path)?)
 }

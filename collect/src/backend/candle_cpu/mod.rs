@@ -201,7 +201,7 @@ impl Backend for CandleCpu {
     fn lm_runner(&self, model: &Model, platform: &Platform) -> Result<Box<dyn Runner>> {
         let lm = match model {
             Model::Lm { path, .. } if crate::scheme::serving(platform.format).is_some() => {
-                let weights = crate::zoo::llama_weights::load(path)?;
+                let weights = crate::zoo::decoder_weights::load(path)?;
                 Lm::Served(Box::new(ServedLm::new(&weights, platform.format)?))
             }
             Model::Lm { path, .. } => Lm::Gguf(QuantizedLm::load(path, platform.format)?),

@@ -1,14 +1,19 @@
-//! A llama model as vLLM's CPU path computes it at one of the market's formats
-//! (`crate::scheme`), read from vLLM 0.32's sources: the model's dtype bf16 (weights and the
-//! stored residual in bf16); the residual added in f32 and normalised unrounded (its native
+//! A decoder of any dense family (`crate::zoo::architecture`: llama with Llama 3's rotary
+//! scaling, mistral, qwen2, qwen3, gemma3) as vLLM's CPU path computes it at one of the market's
+//! formats (`crate::scheme`), read from vLLM 0.32's sources: the model's dtype bf16 (weights and
+//! the stored residual in bf16); the residual added in f32 and normalised unrounded (its native
 //! `fused_add_rms_norm`: the sum is stored in bf16 for the next layer, the norm reads the f32
-//! sum), the normalised row rounded to bf16 before the bf16 multiply by its weight; the rotary
-//! embedding by its CPU kernel (f32 arithmetic on the bf16 cos/sin cache, one rounding);
-//! SiLU and the multiply as two bf16 PyTorch operations; attention with an f32 softmax and f32
-//! accumulation; every linear layer by its scheme (weights quantised once, activations at run
-//! time, the GEMM in f32 on candle's kernels, its output rounded to bf16); the embeddings and
-//! `lm_head` unquantised. Logits are the last position's bf16 values read as f32 (vLLM's
-//! log_softmax then runs in f32 on them).
+//! sum), the normalised row rounded to bf16 before the bf16 multiply by its weight (gemma's
+//! `GemmaRMSNorm` multiplies by `1 + w` in f32 and rounds once); the rotary embedding by its CPU
+//! kernel (f32 arithmetic on the bf16 cos/sin cache, one rounding; Llama 3's scaled frequencies
+//! as `Llama3RotaryEmbedding`; gemma3's windowed layers on their own base); the gate's activation
+//! (SiLU, or GELU-tanh) and the multiply as two bf16 PyTorch operations; attention with an f32
+//! softmax and f32 accumulation, over the layer's window where it has one; every linear layer by
+//! its scheme (weights quantised once, activations at run time, the GEMM in f32 on candle's
+//! kernels, the bf16 bias added to the f32 sum, the output rounded to bf16); qwen3's and gemma3's
+//! per-head q/k norms before the rotation; gemma3's norms after attention and the MLP and its
+//! embeddings times √hidden in bf16; the embeddings and `lm_head` unquantised. Logits are the
+//! last position's bf16 values read as f32 (vLLM's log_softmax then runs in f32 on them).
 
 use std::sync::Arc;
 
@@ -19,7 +24,8 @@ use super::compact_matrix::{read_array, read_u64, write_array, CompactMatrix};
 use crate::error::{CollectError, Result};
 use crate::rounding::{truncate_fp8_e4m3, truncate_fp8_e5m2};
 use crate::scheme::{self, round_bf16, LinearScheme};
-use crate::zoo::llama_weights::{LlamaWeights, ModelConfig};
+use crate::zoo::architecture::Activation;
+use crate::zoo::decoder_weights::{inverse_frequencies, DecoderWeights, ModelConfig};
 
 /// A linear layer: the scheme's weights (`[out, in]`), held compact between passes.
 struct Linear {
@@ -50,6 +56,40 @@ struct Layer {
     gate: Linear,
     up: Linear,
     down: Linear,
+    /// The query, key and value biases in bf16 (qwen2).
+    qkv_bias: Option<[Vec<f32>; 3]>,
+    /// Each head's query and key norm (qwen3, gemma3).
+    qk_norm: Option<[Vec<f32>; 2]>,
+    /// The norms after attention and after the MLP (gemma3).
+    post_norms: Option<[Vec<f32>; 2]>,
+}
+
+impl Layer {
+    /// The vectors beside the matrices, in the order a kept file holds them.
+    fn vectors(&self) -> Vec<&Vec<f32>> {
+        let mut out = vec![&self.attn_norm, &self.ffn_norm];
+        out.extend(self.qkv_bias.iter().flatten());
+        out.extend(self.qk_norm.iter().flatten());
+        out.extend(self.post_norms.iter().flatten());
+        out
+    }
+}
+
+/// The vectors a layer of `c` holds beside its matrices, with their lengths, in a kept file's
+/// order (as [`Layer::vectors`]).
+fn vector_lengths(c: &ModelConfig) -> Vec<usize> {
+    let (a, d) = (&c.architecture, c.head_dim());
+    let mut out = vec![c.hidden, c.hidden];
+    if a.qkv_bias {
+        out.extend([c.heads * d, c.kv_heads * d, c.kv_heads * d]);
+    }
+    if a.qk_norm {
+        out.extend([d, d]);
+    }
+    if a.sandwich_norms {
+        out.extend([c.hidden, c.hidden]);
+    }
+    out
 }
 
 pub struct ServedLm {
@@ -60,6 +100,8 @@ pub struct ServedLm {
     tables: Arc<Tables>,
     layers: Vec<Layer>,
     final_norm: Vec<f32>,
+    /// Llama 3's scaled rotary frequencies, where the model scales them.
+    rope_inv_freq: Option<Vec<f32>>,
 }
 
 /// The embeddings and the output projection, unquantised in every format: one copy serves
@@ -72,7 +114,7 @@ pub struct Tables {
 }
 
 impl Tables {
-    pub fn new(weights: &LlamaWeights) -> Arc<Tables> {
+    pub fn new(weights: &DecoderWeights) -> Arc<Tables> {
         let hidden = weights.config.hidden;
         Arc::new(Tables {
             embed: CompactMatrix::new(bf16s(&weights.embed), hidden),
@@ -85,7 +127,7 @@ impl Tables {
 }
 
 /// The first bytes of a kept served-path file, and its last (a file cut short lacks them).
-const KEPT_MAGIC: &[u8] = b"hspi served-lm 1\n";
+const KEPT_MAGIC: &[u8] = b"hspi served-lm 2\n";
 const KEPT_END: &[u8] = b"end\n";
 
 fn bf16s(v: &[f32]) -> Vec<f32> {
@@ -93,20 +135,21 @@ fn bf16s(v: &[f32]) -> Vec<f32> {
 }
 
 impl ServedLm {
-    pub fn new(weights: &LlamaWeights, format: NumericFormat) -> Result<ServedLm> {
+    pub fn new(weights: &DecoderWeights, format: NumericFormat) -> Result<ServedLm> {
         Self::with_tables(weights, format, Tables::new(weights))
     }
 
     /// `weights` at `format`, its embeddings and output projection `tables` (shared by the
     /// model's formats).
     pub fn with_tables(
-        weights: &LlamaWeights,
+        weights: &DecoderWeights,
         format: NumericFormat,
         tables: Arc<Tables>,
     ) -> Result<ServedLm> {
+        let c = &weights.config;
         let scheme = scheme::serving(format).ok_or_else(|| CollectError::Unsupported {
             platform: format.to_string(),
-            model: "llama".into(),
+            model: c.arch.clone(),
             reason: format!(
                 "no serving scheme computes {format} (schemes: {})",
                 scheme::market_formats()
@@ -119,24 +162,21 @@ impl ServedLm {
         if let Some(stored) = weights.quantized.filter(|q| *q != format.weights()) {
             return Err(CollectError::Unsupported {
                 platform: format.to_string(),
-                model: "llama".into(),
+                model: c.arch.clone(),
                 reason: format!(
                     "the checkpoint's layers are stored in {stored}: it is served at {stored} only"
                 ),
             });
         }
-        let c = &weights.config;
-        if let Some(cols) = [c.hidden, c.intermediate]
-            .into_iter()
-            .find(|cols| !scheme.fits(*cols))
-        {
+        let widths = [c.hidden, c.intermediate, c.heads * c.head_dim()];
+        if let Some(cols) = widths.into_iter().find(|cols| !scheme.fits(*cols)) {
             return Err(CollectError::Unsupported {
                 platform: format.to_string(),
-                model: "llama".into(),
+                model: c.arch.clone(),
                 reason: format!(
                     "{format} cannot store a layer {cols} wide (its group does not divide it); \
                      groups that divide every width of this model: {}",
-                    fitting_groups(&[c.hidden, c.intermediate])
+                    fitting_groups(&widths)
                 ),
             });
         }
@@ -161,16 +201,20 @@ impl ServedLm {
                 &quantised
             };
             let [q, k, v, o, gate, up, down] = l.linears(c);
+            let norm = |w: &Vec<f32>| norm_factor(c, w);
             layers.push(Layer {
-                attn_norm: bf16s(&l.attn_norm),
+                attn_norm: norm(&l.attn_norm),
                 q: linear(q.1, q.2, q.3)?,
                 k: linear(k.1, k.2, k.3)?,
                 v: linear(v.1, v.2, v.3)?,
                 o: linear(o.1, o.2, o.3)?,
-                ffn_norm: bf16s(&l.ffn_norm),
+                ffn_norm: norm(&l.ffn_norm),
                 gate: linear(gate.1, gate.2, gate.3)?,
                 up: linear(up.1, up.2, up.3)?,
                 down: linear(down.1, down.2, down.3)?,
+                qkv_bias: l.qkv_bias.as_ref().map(|b| b.each_ref().map(|b| bf16s(b))),
+                qk_norm: l.qk_norm.as_ref().map(|n| n.each_ref().map(norm)),
+                post_norms: l.post_norms.as_ref().map(|n| n.each_ref().map(norm)),
             });
         }
         Ok(ServedLm {
@@ -179,7 +223,8 @@ impl ServedLm {
             kv_cache: format.kv_cache(),
             tables,
             layers,
-            final_norm: bf16s(&weights.final_norm),
+            final_norm: norm_factor(c, &weights.final_norm),
+            rope_inv_freq: weights.rope_inv_freq.clone(),
         })
     }
 
@@ -219,8 +264,9 @@ impl ServedLm {
                 write_array(w, n, |v| v.to_le_bytes())
             };
             for l in &self.layers {
-                norm(w, &l.attn_norm)?;
-                norm(w, &l.ffn_norm)?;
+                for v in l.vectors() {
+                    norm(w, v)?;
+                }
                 for linear in [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down] {
                     w.write_all(&(linear.rows as u64).to_le_bytes())?;
                     w.write_all(&(linear.cols as u64).to_le_bytes())?;
@@ -228,6 +274,7 @@ impl ServedLm {
                 }
             }
             norm(w, &self.final_norm)?;
+            norm(w, self.rope_inv_freq.as_deref().unwrap_or_default())?;
             w.write_all(KEPT_END)
         })
     }
@@ -253,21 +300,35 @@ impl ServedLm {
         if read_u64(&mut r).ok()? as usize != config.layers {
             return None;
         }
-        let norm = |r: &mut std::io::BufReader<std::fs::File>| -> Option<Vec<f32>> {
+        let vector = |r: &mut std::io::BufReader<std::fs::File>, len: usize| {
             let n = read_array(r, f32::from_le_bytes).ok()?;
-            (n.len() == config.hidden).then_some(n)
+            (n.len() == len).then_some(n)
         };
+        let lengths = vector_lengths(config);
         let linear = |r: &mut std::io::BufReader<std::fs::File>| -> Option<Linear> {
             let (rows, cols) = (read_u64(r).ok()? as usize, read_u64(r).ok()? as usize);
             let weight = CompactMatrix::read(r).ok()?;
             (weight.len() == rows * cols).then_some(Linear { weight, cols, rows })
         };
         let mut layers = Vec::with_capacity(config.layers);
+        let a = &config.architecture;
         for _ in 0..config.layers {
-            let (attn_norm, ffn_norm) = (norm(&mut r)?, norm(&mut r)?);
+            let mut vectors = Vec::with_capacity(lengths.len());
+            for len in &lengths {
+                vectors.push(vector(&mut r, *len)?);
+            }
+            let mut vectors = vectors.into_iter();
+            let mut next = || vectors.next().expect("one per length");
+            let (attn_norm, ffn_norm) = (next(), next());
+            let qkv_bias = a.qkv_bias.then(|| [next(), next(), next()]);
+            let qk_norm = a.qk_norm.then(|| [next(), next()]);
+            let post_norms = a.sandwich_norms.then(|| [next(), next()]);
             layers.push(Layer {
                 attn_norm,
                 ffn_norm,
+                qkv_bias,
+                qk_norm,
+                post_norms,
                 q: linear(&mut r)?,
                 k: linear(&mut r)?,
                 v: linear(&mut r)?,
@@ -277,7 +338,13 @@ impl ServedLm {
                 down: linear(&mut r)?,
             });
         }
-        let final_norm = norm(&mut r)?;
+        let final_norm = vector(&mut r, config.hidden)?;
+        let inv_freq = read_array(&mut r, f32::from_le_bytes).ok()?;
+        let rope_inv_freq = match inv_freq.len() {
+            0 => None,
+            n if n == config.head_dim() / 2 => Some(inv_freq),
+            _ => return None,
+        };
         let mut end = vec![0u8; KEPT_END.len()];
         r.read_exact(&mut end).ok()?;
         let shapes_fit = layers.iter().all(|l| {
@@ -303,36 +370,49 @@ impl ServedLm {
             tables,
             layers,
             final_norm,
+            rope_inv_freq,
         })
     }
 
     /// `x` (`[tokens, in]`) through a linear layer: the scheme's activations, an f32 GEMM, the
-    /// output in bf16.
-    fn linear(&self, x: &[f32], tokens: usize, layer: &Linear) -> Result<Vec<f32>> {
+    /// bias added to the f32 sum where there is one, the output in bf16.
+    fn linear(
+        &self,
+        x: &[f32],
+        tokens: usize,
+        layer: &Linear,
+        bias: Option<&[f32]>,
+    ) -> Result<Vec<f32>> {
         let mut a = x.to_vec();
         self.scheme.activations(&mut a, layer.cols);
         let a = Tensor::from_vec(a, (tokens, layer.cols), &Device::Cpu)?;
-        let y = a
+        let mut y = a
             .matmul(&layer.transposed()?)?
             .flatten_all()?
             .to_vec1::<f32>()?;
         debug_assert_eq!(y.len(), tokens * layer.rows);
+        if let Some(bias) = bias {
+            for row in y.chunks_mut(layer.rows) {
+                row.iter_mut().zip(bias).for_each(|(y, b)| *y += b);
+            }
+        }
         Ok(bf16s(&y))
     }
 
-    /// vLLM's native RMSNorm on each row of `x` (f32 values): f32 statistics, the normalised row
-    /// rounded to bf16, times the bf16 weight in bf16.
+    /// vLLM's native RMSNorm on each row of `x` (f32 values), `weight.len()` wide: f32
+    /// statistics, then llama's normalised row rounded to bf16 times the bf16 weight in bf16, or
+    /// gemma's row times its f32 factor `1 + w`, rounded once.
     fn rms_norm(&self, x: &[f32], weight: &[f32]) -> Vec<f32> {
         let d = weight.len();
+        let gemma = self.config.architecture.unit_offset_norms;
         let mut out = Vec::with_capacity(x.len());
         for row in x.chunks(d) {
             let mean = row.iter().map(|v| v * v).sum::<f32>() / d as f32;
             let inv = 1.0 / (mean + self.config.rms_eps).sqrt();
-            out.extend(
-                row.iter()
-                    .zip(weight)
-                    .map(|(v, w)| round_bf16(round_bf16(v * inv) * w)),
-            );
+            out.extend(row.iter().zip(weight).map(|(v, w)| match gemma {
+                true => round_bf16(v * inv * w),
+                false => round_bf16(round_bf16(v * inv) * w),
+            }));
         }
         out
     }
@@ -352,20 +432,28 @@ impl ServedLm {
         self.rms_norm(&sum, weight)
     }
 
-    /// The rotary cache for positions `0..tokens`: per position and pair, cos and sin of f32
-    /// frequencies kept in bf16 (vLLM's cos/sin cache), computed once per forward pass.
-    fn rotary_table(&self, tokens: usize) -> Vec<(f32, f32)> {
-        let d = self.config.head_dim();
-        let half = d / 2;
-        let mut table = Vec::with_capacity(tokens * half);
+    /// The rotary cache for positions `0..tokens` at inverse frequencies `inv_freq`: per
+    /// position and pair, cos and sin of the f32 angle kept in bf16 (vLLM's cos/sin cache).
+    fn rotary_table(inv_freq: &[f32], tokens: usize) -> Vec<(f32, f32)> {
+        let mut table = Vec::with_capacity(tokens * inv_freq.len());
         for t in 0..tokens {
-            for i in 0..half {
-                let inv_freq = 1.0 / self.config.rope_theta.powf((2 * i) as f32 / d as f32);
-                let angle = t as f32 * inv_freq;
+            for f in inv_freq {
+                let angle = t as f32 * f;
                 table.push((round_bf16(angle.cos()), round_bf16(angle.sin())));
             }
         }
         table
+    }
+
+    /// The inverse frequencies a layer turns with: the windowed layers' own base (gemma3), Llama
+    /// 3's scaled ones, or the model's base.
+    fn inverse_frequencies(&self, windowed: bool) -> Vec<f32> {
+        let c = &self.config;
+        match (windowed, c.architecture.sliding, &self.rope_inv_freq) {
+            (true, Some(s), _) => inverse_frequencies(s.rope_theta, c.head_dim()),
+            (_, _, Some(scaled)) => scaled.clone(),
+            _ => inverse_frequencies(c.rope_theta, c.head_dim()),
+        }
     }
 
     /// The rotary embedding (Hugging Face's pairs `i, i + d/2`) as vLLM's kernel computes it:
@@ -385,27 +473,37 @@ impl ServedLm {
         }
     }
 
-    /// Causal attention per head (grouped key-value heads): scores from the bf16 queries and
-    /// keys accumulated in f32 and scaled, softmax in f32, the weighted sum of the bf16 values
-    /// accumulated in f32 and rounded once.
-    fn attention(&self, q: &[f32], k: &[f32], v: &[f32], tokens: usize) -> Vec<f32> {
+    /// Causal attention per head (grouped key-value heads), over the last `window` positions
+    /// where the layer has one: scores from the bf16 queries and keys accumulated in f32 and
+    /// scaled, softmax in f32, the weighted sum of the bf16 values accumulated in f32 and
+    /// rounded once.
+    fn attention(
+        &self,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        tokens: usize,
+        window: Option<usize>,
+    ) -> Vec<f32> {
         let c = &self.config;
         let d = c.head_dim();
         let group = c.heads / c.kv_heads;
-        let scale = 1.0 / (d as f32).sqrt();
+        // `head_dim ** -0.5` in Python's doubles, passed to the kernel as f32.
+        let scale = (d as f64).powf(-0.5) as f32;
         let mut out = vec![0f32; tokens * c.heads * d];
         let mut weights = vec![0f32; tokens];
         for h in 0..c.heads {
             let kvh = h / group;
             for t in 0..tokens {
+                let first = window.map_or(0, |w| (t + 1).saturating_sub(w));
                 let qv = &q[(t * c.heads + h) * d..][..d];
                 let mut top = f32::NEG_INFINITY;
-                for (s, w) in weights.iter_mut().enumerate().take(t + 1) {
+                for (s, w) in weights.iter_mut().enumerate().take(t + 1).skip(first) {
                     let kv = &k[(s * c.kv_heads + kvh) * d..][..d];
                     *w = qv.iter().zip(kv).map(|(a, b)| a * b).sum::<f32>() * scale;
                     top = top.max(*w);
                 }
-                let total: f32 = weights[..=t]
+                let total: f32 = weights[first..=t]
                     .iter_mut()
                     .map(|w| {
                         *w = (*w - top).exp();
@@ -413,7 +511,7 @@ impl ServedLm {
                     })
                     .sum();
                 let o = &mut out[(t * c.heads + h) * d..][..d];
-                for (s, w) in weights.iter().enumerate().take(t + 1) {
+                for (s, w) in weights.iter().enumerate().take(t + 1).skip(first) {
                     let p = w / total;
                     let vv = &v[(s * c.kv_heads + kvh) * d..][..d];
                     o.iter_mut().zip(vv).for_each(|(o, v)| *o += p * v);
@@ -422,6 +520,18 @@ impl ServedLm {
             }
         }
         out
+    }
+
+    /// The gate's activation times the up projection, as two bf16 PyTorch operations.
+    fn gated(&self, gate: &[f32], up: &[f32]) -> Vec<f32> {
+        let act: fn(f32) -> f32 = match self.config.architecture.activation {
+            Activation::Silu => |g| g / (1.0 + (-g).exp()),
+            Activation::GeluTanh => gelu_tanh,
+        };
+        gate.iter()
+            .zip(up)
+            .map(|(g, u)| round_bf16(round_bf16(act(*g)) * u))
+            .collect()
     }
 
     /// Logits over the whole vocabulary for the token after `tokens`, from a fresh context.
@@ -438,26 +548,42 @@ impl ServedLm {
         if n == 0 {
             return Err(CollectError::Unsupported {
                 platform: self.format().to_string(),
-                model: "llama".into(),
+                model: c.arch.clone(),
                 reason: "an empty prompt has no next token".into(),
             });
         }
+        // Gemma's embeddings times √hidden, the factor a bf16 tensor as vLLM registers it.
+        let embedding_scale = c
+            .architecture
+            .scaled_embeddings
+            .then(|| round_bf16((c.hidden as f64).sqrt() as f32));
         let mut h = Vec::with_capacity(n * c.hidden);
         for &t in tokens {
             let t = t as usize;
             if t >= c.vocab {
                 return Err(CollectError::Unsupported {
                     platform: self.format().to_string(),
-                    model: "llama".into(),
+                    model: c.arch.clone(),
                     reason: format!("token {t} is outside the vocabulary of {}", c.vocab),
                 });
             }
-            h.extend(self.tables.embed.row(t, c.hidden));
+            let row = self.tables.embed.row(t, c.hidden);
+            match embedding_scale {
+                Some(s) => h.extend(row.into_iter().map(|e| round_bf16(e * s))),
+                None => h.extend(row),
+            }
         }
-        let rotary = self.rotary_table(n);
+        let sliding = c.architecture.sliding;
+        let full = Self::rotary_table(&self.inverse_frequencies(false), n);
+        let windowed = sliding.map(|_| Self::rotary_table(&self.inverse_frequencies(true), n));
         // `h` is the last block's output, `residual` the running sum stored in bf16.
         let mut residual: Option<Vec<f32>> = None;
-        for layer in &self.layers {
+        for (i, layer) in self.layers.iter().enumerate() {
+            let window = sliding.filter(|s| s.windowed(i));
+            let rotary = match (&windowed, window) {
+                (Some(table), Some(_)) => table,
+                _ => &full,
+            };
             let x = match &mut residual {
                 None => {
                     let x = self.rms_norm(&h, &layer.attn_norm);
@@ -466,25 +592,31 @@ impl ServedLm {
                 }
                 Some(r) => self.add_norm(&h, r, &layer.attn_norm),
             };
-            let mut q = self.linear(&x, n, &layer.q)?;
-            let mut k = self.linear(&x, n, &layer.k)?;
-            let mut v = self.linear(&x, n, &layer.v)?;
-            self.rope(&mut q, &rotary, c.heads);
-            self.rope(&mut k, &rotary, c.kv_heads);
+            let bias = |i: usize| layer.qkv_bias.as_ref().map(|b| b[i].as_slice());
+            let mut q = self.linear(&x, n, &layer.q, bias(0))?;
+            let mut k = self.linear(&x, n, &layer.k, bias(1))?;
+            let mut v = self.linear(&x, n, &layer.v, bias(2))?;
+            if let Some([q_norm, k_norm]) = &layer.qk_norm {
+                q = self.rms_norm(&q, q_norm);
+                k = self.rms_norm(&k, k_norm);
+            }
+            self.rope(&mut q, rotary, c.heads);
+            self.rope(&mut k, rotary, c.kv_heads);
             self.cached(&mut k);
             self.cached(&mut v);
-            let attended = self.attention(&q, &k, &v, n);
-            let o = self.linear(&attended, n, &layer.o)?;
+            let attended = self.attention(&q, &k, &v, n, window.map(|s| s.window));
+            let mut o = self.linear(&attended, n, &layer.o, None)?;
+            if let Some([after_attention, _]) = &layer.post_norms {
+                o = self.rms_norm(&o, after_attention);
+            }
             let r = residual.as_mut().expect("set above");
             let x = self.add_norm(&o, r, &layer.ffn_norm);
-            let gate = self.linear(&x, n, &layer.gate)?;
-            let up = self.linear(&x, n, &layer.up)?;
-            let act: Vec<f32> = gate
-                .iter()
-                .zip(&up)
-                .map(|(g, u)| round_bf16(round_bf16(g / (1.0 + (-g).exp())) * u))
-                .collect();
-            h = self.linear(&act, n, &layer.down)?;
+            let gate = self.linear(&x, n, &layer.gate, None)?;
+            let up = self.linear(&x, n, &layer.up, None)?;
+            h = self.linear(&self.gated(&gate, &up), n, &layer.down, None)?;
+            if let Some([_, after_mlp]) = &layer.post_norms {
+                h = self.rms_norm(&h, after_mlp);
+            }
         }
         // Each row separately through the head, as the last row alone always was (a GEMM's
         // blocking may depend on its row count: one row keeps the generated answers' bits).
@@ -509,6 +641,23 @@ impl ServedLm {
         }
         Ok(out)
     }
+}
+
+/// A norm's weights as the served path multiplies by them: llama's in bf16, gemma's factor
+/// `1 + w` in f32 (vLLM's `weight.float() + 1.0` of the bf16 `w`).
+fn norm_factor(c: &ModelConfig, w: &[f32]) -> Vec<f32> {
+    match c.architecture.unit_offset_norms {
+        true => w.to_vec(),
+        false => bf16s(w),
+    }
+}
+
+/// GELU with the tanh approximation as PyTorch's CPU kernel computes it in f32.
+fn gelu_tanh(x: f32) -> f32 {
+    const BETA: f32 = std::f32::consts::SQRT_2 * std::f32::consts::FRAC_2_SQRT_PI * 0.5;
+    const KAPPA: f32 = 0.044715;
+    let inner = BETA * (x + KAPPA * x * x * x);
+    0.5 * x * (1.0 + inner.tanh())
 }
 
 /// The INT4 group sizes publishers use (32, 64, 128) that divide every one of `widths`, as

@@ -106,7 +106,7 @@ impl CudaLm {
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
         let config = ModelConfig::from_gguf(&content, path)?;
         let rope_scaled = content.tensor_infos.contains_key("rope_freqs.weight");
-        crate::zoo::llama_weights::llama_only(&config, rope_scaled, path, "the CUDA pass")?;
+        crate::zoo::decoder_weights::llama_only(&config, rope_scaled, path, "the CUDA pass")?;
         let (dim, n_head, n_kv, n_layer) =
             (config.hidden, config.heads, config.kv_heads, config.layers);
         let (eps, freq_base) = (config.rms_eps, config.rope_theta);

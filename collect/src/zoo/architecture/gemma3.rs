@@ -44,6 +44,7 @@ fn read(settings: &dyn Settings) -> Result<Architecture, ConfigError> {
         sandwich_norms: true,
         activation: Activation::GeluTanh,
         sliding,
+        unit_offset_norms: true,
         ..llama_like("gemma3", RopeStyle::Neox)
     })
 }

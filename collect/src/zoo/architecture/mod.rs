@@ -33,6 +33,9 @@ pub struct Architecture {
     pub sliding: Option<SlidingWindow>,
     /// Every layer's MLP a mixture of experts (qwen3moe).
     pub experts: Option<Experts>,
+    /// Norms multiply by `1 + w`, `w` as checkpoints store it (gemma; llama.cpp's converter stores
+    /// `1 + w` in GGUF files), in f32 before one rounding in vLLM's `GemmaRMSNorm`.
+    pub unit_offset_norms: bool,
 }
 
 /// A mixture-of-experts MLP: `count` gated MLPs of width `width`, of which a router picks the
@@ -160,6 +163,7 @@ fn llama_like(family: &'static str, gguf_rope: RopeStyle) -> Architecture {
         activation: Activation::Silu,
         sliding: None,
         experts: None,
+        unit_offset_norms: false,
     }
 }
 

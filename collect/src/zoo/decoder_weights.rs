@@ -3,8 +3,8 @@
 //! `super::architecture` (llama with Llama 3's rotary scaling, mistral, qwen2, qwen3, gemma3):
 //! from a GGUF file (dequantised, llama's query and key projections un-permuted from llama.cpp's
 //! rotary layout) or from a Hugging Face safetensors checkpoint (`config.json` +
-//! `model.safetensors`). Norm weights are held as the factor each norm multiplies by (gemma's
-//! `1 + w`, as llama.cpp's converter stores it).
+//! `model.safetensors`). Norm weights are held as checkpoints store them (gemma's `w` of `1 + w`:
+//! llama.cpp's converter stores `1 + w`, taken back here).
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +51,14 @@ impl LayerWeights {
             ("mlp.up_proj", &self.up, i, h),
             ("mlp.down_proj", &self.down, h, i),
         ]
+    }
+
+    /// Every norm's weights.
+    fn norms_mut(&mut self) -> Vec<&mut Vec<f32>> {
+        let mut out = vec![&mut self.attn_norm, &mut self.ffn_norm];
+        out.extend(self.qk_norm.iter_mut().flatten());
+        out.extend(self.post_norms.iter_mut().flatten());
+        out
     }
 
     /// Every vector besides the matrices, with the length the configuration gives it.
@@ -122,6 +130,12 @@ fn unpermute(w: &[f32], heads: usize, cols: usize) -> Vec<f32> {
         }
     }
     out
+}
+
+/// A gemma norm's `1 + w` as llama.cpp's converter stores it, back to the checkpoint's `w` (exact
+/// in f32: subtracting 1 from a value of 1/2 or more rounds nothing).
+fn checkpoint_norm(w: &mut [f32]) {
+    w.iter_mut().for_each(|v| *v -= 1.0);
 }
 
 /// Refuse a model the llama-only CUDA pass would compute wrongly: another family, rotary scaling
@@ -264,6 +278,9 @@ impl DecoderWeights {
                 let mut b = |n: &str| tensor(&format!("blk.{l}.{n}.bias")).map(|t| t.0);
                 layer.qkv_bias = Some([b("attn_q")?, b("attn_k")?, b("attn_v")?]);
             }
+            if a.unit_offset_norms {
+                layer.norms_mut().into_iter().for_each(|n| checkpoint_norm(n));
+            }
             layers.push(layer);
         }
         let lm_head = if content.tensor_infos.contains_key("output.weight") {
@@ -280,8 +297,12 @@ impl DecoderWeights {
             }
             false => None,
         };
+        let mut final_norm = tensor("output_norm.weight")?.0;
+        if a.unit_offset_norms {
+            checkpoint_norm(&mut final_norm);
+        }
         let weights = DecoderWeights {
-            final_norm: tensor("output_norm.weight")?.0,
+            final_norm,
             config,
             embed,
             lm_head,
@@ -323,17 +344,10 @@ impl DecoderWeights {
         let a = config.architecture.clone();
         let (h, i, d) = (config.hidden, config.intermediate, config.head_dim());
         let (q, kv) = (config.heads * d, config.kv_heads * d);
-        // Norms as the factor they multiply by: gemma's checkpoints store `w` of `1 + w`.
-        let factor = |w: Vec<f32>| match a.unit_offset_norms {
-            true => w.into_iter().map(|v| v + 1.0).collect(),
-            false => w,
-        };
         let mut layers = Vec::with_capacity(config.layers);
         for l in 0..config.layers {
             let name = |n: &str| format!("model.layers.{l}.{n}");
-            let norm = |n: &str, len: usize| -> Result<Vec<f32>> {
-                Ok(factor(tensors.floats(&format!("{}.weight", name(n)), len)?))
-            };
+            let norm = |n: &str, len: usize| tensors.floats(&format!("{}.weight", name(n)), len);
             let linear = |n: &str, rows, cols| tensors.linear(&name(n), quantized, rows, cols);
             // gemma3's MLP norm is `pre_feedforward_layernorm`; its `post_attention_layernorm`
             // follows attention.
@@ -385,7 +399,7 @@ impl DecoderWeights {
         };
         let weights = DecoderWeights {
             embed: tensors.floats("model.embed_tokens.weight", table)?,
-            final_norm: factor(tensors.floats("model.norm.weight", h)?),
+            final_norm: tensors.floats("model.norm.weight", h)?,
             config,
             lm_head,
             layers,

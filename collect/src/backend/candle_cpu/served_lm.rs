@@ -644,10 +644,10 @@ impl ServedLm {
 }
 
 /// A norm's weights as the served path multiplies by them: llama's in bf16, gemma's factor
-/// `1 + w` in f32 (vLLM's `weight.float() + 1.0` of the bf16 `w`).
+/// `1 + w` in f32 (vLLM's `weight.float() + 1.0` of the bf16 parameter `w`).
 fn norm_factor(c: &ModelConfig, w: &[f32]) -> Vec<f32> {
     match c.architecture.unit_offset_norms {
-        true => w.to_vec(),
+        true => w.iter().map(|w| round_bf16(*w) + 1.0).collect(),
         false => bf16s(w),
     }
 }

@@ -279,7 +279,10 @@ impl DecoderWeights {
                 layer.qkv_bias = Some([b("attn_q")?, b("attn_k")?, b("attn_v")?]);
             }
             if a.unit_offset_norms {
-                layer.norms_mut().into_iter().for_each(|n| checkpoint_norm(n));
+                layer
+                    .norms_mut()
+                    .into_iter()
+                    .for_each(|n| checkpoint_norm(n));
             }
             layers.push(layer);
         }

@@ -26,7 +26,12 @@ const PATTERN: Key = Key {
 };
 const LOCAL_BASE: Key = Key {
     gguf: "rope.freq_base_swa",
-    json: &["rope_parameters", "sliding_attention", "rope_theta"],
+    // Alternatives, each a dotted path: transformers 5 nests it per attention type, Gemma's
+    // own checkpoints name it `rope_local_base_freq`.
+    json: &[
+        "rope_parameters.sliding_attention.rope_theta",
+        "rope_local_base_freq",
+    ],
 };
 
 fn read(settings: &dyn Settings) -> Result<Architecture, ConfigError> {

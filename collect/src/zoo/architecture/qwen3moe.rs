@@ -17,7 +17,9 @@ pub const FAMILY: Family = Family {
 
 const COUNT: Key = Key {
     gguf: "expert_count",
-    json: &["num_experts"],
+    // transformers 5 writes `num_local_experts`, earlier versions (and Qwen's checkpoints)
+    // `num_experts`.
+    json: &["num_experts", "num_local_experts"],
 };
 const USED: Key = Key {
     gguf: "expert_used_count",

@@ -109,6 +109,28 @@ fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
     let lines: Vec<&str> = report.iter().map(|(_, l)| l.as_str()).collect();
     eprintln!("{}", lines.join("\n"));
     assert!(report.iter().all(|(close, _)| *close), "{lines:#?}");
+    // A live fresh-prompt audit of it sold as fp16, with hspi's served-path bf16 and llama.cpp's
+    // f16 references on the provider's tokens (docs/how-hspi-decides.md#fig-gemma-vllm).
+    let tmp = tempfile::tempdir().unwrap();
+    let w = path.to_str().unwrap();
+    let (code, report, err) = common::pack_audit(
+        &gemma_pack(),
+        &vllm.url,
+        "*/*/fp16/*",
+        &tmp.path().join("fp16"),
+        &[
+            "--weights",
+            w,
+            "--fresh-formats",
+            "bf16,f16",
+            "--draw-seed",
+            "5",
+            "--max-tokens-total",
+            "64",
+        ],
+    );
+    assert_eq!(code, 1, "vLLM bf16 sold as fp16: {err}");
+    assert_eq!(report["summary"]["verdict"], "mismatch", "{report}");
 }
 
 /// The shipped Gemma pack.

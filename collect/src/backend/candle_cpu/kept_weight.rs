@@ -11,6 +11,7 @@ use std::sync::Arc;
 use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
 use candle_core::{Device, Module, Tensor};
 
+use super::unpacked_q5::UnpackedQ5;
 use crate::error::Result;
 
 /// A matrix for `x · Wᵀ`.
@@ -19,19 +20,25 @@ pub enum KeptMatrix {
     Resident(QMatMul),
     /// F16 or BF16, widened to f32 for each pass.
     Float(Arc<QTensor>),
+    /// Q5_0 or Q5_1, its levels unpacked (candle's bits, faster).
+    Unpacked(Box<UnpackedQ5>),
 }
 
 impl KeptMatrix {
     pub fn new(t: Arc<QTensor>) -> Result<KeptMatrix> {
         Ok(match t.dtype() {
             GgmlDType::F16 | GgmlDType::BF16 => KeptMatrix::Float(t),
-            _ => KeptMatrix::Resident(QMatMul::from_arc(t)?),
+            _ => match UnpackedQ5::new(&t)? {
+                Some(unpacked) => KeptMatrix::Unpacked(Box::new(unpacked)),
+                None => KeptMatrix::Resident(QMatMul::from_arc(t)?),
+            },
         })
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
             KeptMatrix::Resident(m) => m.forward(x)?,
+            KeptMatrix::Unpacked(m) => m.forward(x)?,
             KeptMatrix::Float(t) => {
                 let (rows, _) = t.shape().dims2()?;
                 if rows <= WIDENED_ROWS {

@@ -15,6 +15,7 @@ mod kv_cache;
 mod llama_file_type;
 mod served_lm;
 mod tiny_lm;
+mod unpacked_q5;
 
 pub use gguf_all_positions::GgufAllPositions;
 pub use gguf_lm::QuantizedLm;

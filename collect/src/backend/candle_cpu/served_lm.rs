@@ -35,14 +35,26 @@ struct Linear {
 }
 
 impl Linear {
-    /// The weights ready for the GEMM, transposed to `[in, out]` (made for one pass: holding
-    /// every format's as f32 took 16 times a model's f32 size).
-    fn transposed(&self) -> Result<Tensor> {
-        Ok(
-            Tensor::from_vec(self.weight.values(), (self.rows, self.cols), &Device::Cpu)?
-                .t()?
-                .contiguous()?,
-        )
+    /// The weights as the GEMM's right-hand side `[in, out]` for `tokens` rows (made for one
+    /// pass: holding every format's as f32 took 16 times a model's f32 size). Several rows take
+    /// the stored matrix as a transposed view: gemm's blocked kernels sum each output over the
+    /// inputs in one order whatever the layout, so the bits are a copy's, without the copy (40 %
+    /// of a served format's time). One row takes a copy: gemm's matrix-vector kernels do depend
+    /// on the layout.
+    fn as_rhs(&self, tokens: usize) -> Result<Tensor> {
+        if tokens > 1 {
+            return Ok(Tensor::from_vec(
+                self.weight.values(),
+                (self.rows, self.cols),
+                &Device::Cpu,
+            )?
+            .t()?);
+        }
+        Ok(Tensor::from_vec(
+            self.weight.transposed(self.rows, self.cols),
+            (self.cols, self.rows),
+            &Device::Cpu,
+        )?)
     }
 }
 
@@ -111,7 +123,14 @@ pub struct Tables {
     embed: CompactMatrix,
     /// `[vocab, hidden]`, bf16 values: the output projection where not tied to the embeddings.
     lm_head: Option<CompactMatrix>,
+    /// The output projection transposed to `[hidden, vocab]` in f32, made at the first pass and
+    /// kept for every later pass of every format (SmolLM2's is 113 MB; a head of more than
+    /// [`HEAD_KEPT_VALUES`] is made again for each pass).
+    head_t: std::sync::OnceLock<Tensor>,
 }
+
+/// The most values of an output projection kept transposed in f32 between passes.
+const HEAD_KEPT_VALUES: usize = 1 << 26;
 
 impl Tables {
     pub fn new(weights: &DecoderWeights) -> Arc<Tables> {
@@ -122,7 +141,28 @@ impl Tables {
                 .lm_head
                 .as_deref()
                 .map(|h| CompactMatrix::new(bf16s(h), hidden)),
+            head_t: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The output projection as the GEMM's right-hand side, `[hidden, vocab]`.
+    fn head_rhs(&self, c: &ModelConfig) -> Result<Tensor> {
+        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
+        let transposed = || {
+            Tensor::from_vec(
+                head.transposed(c.vocab, c.hidden),
+                (c.hidden, c.vocab),
+                &Device::Cpu,
+            )
+        };
+        if c.vocab * c.hidden > HEAD_KEPT_VALUES {
+            return Ok(transposed()?);
+        }
+        if let Some(t) = self.head_t.get() {
+            return Ok(t.clone());
+        }
+        let t = transposed()?;
+        Ok(self.head_t.get_or_init(|| t).clone())
     }
 }
 
@@ -387,7 +427,7 @@ impl ServedLm {
         self.scheme.activations(&mut a, layer.cols);
         let a = Tensor::from_vec(a, (tokens, layer.cols), &Device::Cpu)?;
         let mut y = a
-            .matmul(&layer.transposed()?)?
+            .matmul(&layer.as_rhs(tokens)?)?
             .flatten_all()?
             .to_vec1::<f32>()?;
         debug_assert_eq!(y.len(), tokens * layer.rows);
@@ -621,10 +661,7 @@ impl ServedLm {
         // Each row separately through the head, as the last row alone always was (a GEMM's
         // blocking may depend on its row count: one row keeps the generated answers' bits).
         let from = from.clamp(1, n);
-        let head = self.tables.lm_head.as_ref().unwrap_or(&self.tables.embed);
-        let lm_head_t = Tensor::from_vec(head.values(), (c.vocab, c.hidden), &Device::Cpu)?
-            .t()?
-            .contiguous()?;
+        let lm_head_t = self.tables.head_rhs(c)?;
         let mut out = Vec::with_capacity(n + 1 - from);
         for k in from..=n {
             let at = (k - 1) * c.hidden..k * c.hidden;

@@ -210,6 +210,12 @@ impl ModelConfig {
             content,
             arch: &arch,
         };
+        // llama.cpp's converter writes linear and YaRN scaling under these keys; Llama 3's is
+        // its `rope_freqs` tensor instead, which the passes read.
+        let meta = |k: &str| content.metadata.get(&format!("{arch}.rope.scaling.{k}"));
+        let kind = meta("type").and_then(|v| v.to_string().ok().cloned());
+        let factor = meta("factor").and_then(|v| v.to_f32().ok());
+        computed_rotary(kind.as_deref(), factor).map_err(|e| bad(path, &arch, e))?;
         ModelConfig::read(arch.clone(), family, &settings, vocab).map_err(|e| bad(path, &arch, e))
     }
 
@@ -244,7 +250,37 @@ impl ModelConfig {
                 })
             })
             .map_err(|e| bad(path, &arch, e))?;
+        // transformers 4 names the scaling `rope_scaling`, transformers 5 `rope_parameters`
+        // (per attention type for gemma3: Gemma 3 4B and up scale the full-attention layers).
+        let parameters = &json["rope_parameters"];
+        for p in [
+            &json["rope_scaling"],
+            parameters,
+            &parameters["full_attention"],
+            &parameters["sliding_attention"],
+        ] {
+            let kind = p["rope_type"].as_str().or(p["type"].as_str());
+            let factor = p["factor"].as_f64().map(|f| f as f32);
+            computed_rotary(kind, factor).map_err(|e| bad(path, &arch, e))?;
+        }
         ModelConfig::read(arch.clone(), family, &settings, vocab).map_err(|e| bad(path, &arch, e))
+    }
+}
+
+/// A rotary embedding some forward pass computes: unscaled (no type, `default`, `none`, or a
+/// factor of 1) or Llama 3's. Linear and YaRN scaling are refused by name rather than computed
+/// as unscaled.
+fn computed_rotary(
+    kind: Option<&str>,
+    factor: Option<f32>,
+) -> std::result::Result<(), ConfigError> {
+    match kind {
+        None | Some("default" | "none" | "llama3") => Ok(()),
+        Some(_) if factor == Some(1.0) => Ok(()),
+        Some(kind) => Err(ConfigError::RotaryScaling {
+            kind: kind.into(),
+            factor: factor.unwrap_or(f32::NAN),
+        }),
     }
 }
 
@@ -369,5 +405,63 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no embedding_length (hidden_size)"), "{e}");
+    }
+
+    /// Linear scaling (Gemma 3 4B's full-attention layers, transformers 5's nested form) and
+    /// YaRN (long-context Qwen 2.5, transformers 4's `rope_scaling`) are refused by name, in a
+    /// `config.json` and in a GGUF file; Llama 3's scaling, a factor of 1 and none are read.
+    #[test]
+    fn rotary_scaling_hspi_does_not_compute_is_refused_by_name() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/compressed-tensors/base/config.json");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let with = |key: &str, value: serde_json::Value| {
+            let mut j = json.clone();
+            j.as_object_mut().unwrap().insert(key.into(), value);
+            ModelConfig::from_config_json(&j, &path)
+        };
+        let linear = serde_json::json!({
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}
+        });
+        let e = with("rope_parameters", linear).unwrap_err().to_string();
+        assert!(e.contains("scaled ('linear', factor 8)"), "{e}");
+        let yarn = serde_json::json!({"type": "yarn", "factor": 4.0,
+            "original_max_position_embeddings": 32768});
+        let e = with("rope_scaling", yarn).unwrap_err().to_string();
+        assert!(
+            e.contains("('yarn', factor 4)") && e.contains("config.json"),
+            "{e}"
+        );
+        for fine in [
+            serde_json::json!({"rope_type": "llama3", "factor": 8.0}),
+            serde_json::json!({"rope_type": "linear", "factor": 1.0}),
+            serde_json::json!({"rope_type": "default"}),
+            serde_json::Value::Null,
+        ] {
+            with("rope_scaling", fine.clone()).unwrap_or_else(|e| panic!("{fine}: {e}"));
+        }
+
+        let file = gguf("llama", 32, true);
+        let mut f = std::fs::File::open(file.path()).unwrap();
+        let content = gguf_file::Content::read(&mut f).unwrap();
+        let mut scaled = content;
+        scaled.metadata.insert(
+            "llama.rope.scaling.type".into(),
+            Value::String("linear".into()),
+        );
+        scaled
+            .metadata
+            .insert("llama.rope.scaling.factor".into(), Value::F32(8.0));
+        let e = ModelConfig::from_gguf(&scaled, file.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("scaled ('linear', factor 8)"), "{e}");
+        scaled.metadata.insert(
+            "llama.rope.scaling.type".into(),
+            Value::String("none".into()),
+        );
+        ModelConfig::from_gguf(&scaled, file.path()).unwrap();
     }
 }

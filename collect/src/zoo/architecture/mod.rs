@@ -149,6 +149,11 @@ pub enum ConfigError {
     BadValue { key: String, reason: String },
     #[error("attention.head_count is 0")]
     NoHeads,
+    #[error(
+        "its rotary embedding is scaled ('{kind}', factor {factor}), which hspi does not compute \
+         (it computes unscaled rotary embeddings and Llama 3's scaled frequencies)"
+    )]
+    RotaryScaling { kind: String, factor: f32 },
 }
 
 /// llama's forward pass: what every family starts from.

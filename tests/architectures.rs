@@ -1,7 +1,8 @@
 //! Every architecture family hspi computes, against llama.cpp on the same weights: tiny
 //! random-weight models of each (`.ci/tiny-models`: llama with Llama 3 rope scaling, qwen2,
 //! qwen3, qwen3moe with 4 experts of which 2 are picked per token, gemma3 with sliding-window
-//! layers), requantised by llama-quantize and served by
+//! layers and its full-attention layer's positions scaled linearly by 8, as Gemma 3 4B's are),
+//! requantised by llama-quantize and served by
 //! llama-server, and hspi's all-positions pass on the answer's tokens at the same format.
 //! Greedy answers must agree token for token (a near tie may flip at the quantised types, where
 //! candle's and ggml's kernels round differently) and the logprobs closely. Measured here (24
@@ -247,7 +248,9 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
         );
         drop(vllm);
         let honest = replayed(&answers, &refs, "*/*/bf16/*", 256);
-        let sold = replayed(&answers, &refs, "*/*/fp16/*", 64);
+        // Within 128 output tokens: the tiny gemma3's answers show bf16's pattern more slowly
+        // than the others' (170 of 200 within 64, the rest inconclusive, never consistent).
+        let sold = replayed(&answers, &refs, "*/*/fp16/*", 128);
         let line = format!(
             "{arch} bf16: {gap}; claimed bf16 consistent {} (mean {:.0} tokens) accused {}; sold \
              as fp16 mismatch {} within {} tokens",

@@ -246,7 +246,7 @@ fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
             "--weights",
             w,
             "--fresh-formats",
-            "f16,q8_0,q4_k_m",
+            "f16,q8_0",
             "--draw-seed",
             "3",
         ],

@@ -139,13 +139,13 @@ fn checkpoint_norm(w: &mut [f32]) {
 }
 
 /// Refuse a model the llama-only CUDA pass would compute wrongly: another family, rotary scaling
-/// (Llama 3's `rope_freqs`, `rope_scaling: llama3`), or a head width of its own. Such a model
+/// (Llama 3's `rope_freqs`, `rope_scaling: llama3`, linear), or a head width of its own. Such a model
 /// runs on the all-positions pass (llama.cpp's formats) and the served path (the market's).
 pub fn llama_only(config: &ModelConfig, rope_scaled: bool, path: &Path, pass: &str) -> Result<()> {
     let refusal = if config.architecture.family != "llama" {
         Some(format!("it is a {} model", config.arch))
     } else if rope_scaled {
-        Some("its rotary frequencies are scaled (Llama 3)".to_string())
+        Some("its rotary frequencies are scaled (Llama 3's or linearly)".to_string())
     } else if config.head_dim * config.heads != config.hidden {
         Some(format!(
             "its heads are {} wide, not hidden / heads",

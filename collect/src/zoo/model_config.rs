@@ -29,6 +29,9 @@ pub struct ModelConfig {
     pub intermediate: usize,
     pub vocab: usize,
     pub rope_theta: f32,
+    /// Linear rotary scaling's factor, where the model has one: every position divided by it
+    /// (on the full-attention layers only where others are windowed: Gemma 3 4B and up, 8).
+    pub rope_linear: Option<f32>,
     pub rms_eps: f32,
 }
 
@@ -189,6 +192,7 @@ impl ModelConfig {
             intermediate: required(INTERMEDIATE)?,
             vocab,
             rope_theta: settings.float(ROPE_THETA)?.unwrap_or(DEFAULT_ROPE_THETA),
+            rope_linear: None,
             rms_eps: settings.float(RMS_EPS)?.unwrap_or(DEFAULT_RMS_EPS),
             arch,
         })
@@ -215,8 +219,14 @@ impl ModelConfig {
         let meta = |k: &str| content.metadata.get(&format!("{arch}.rope.scaling.{k}"));
         let kind = meta("type").and_then(|v| v.to_string().ok().cloned());
         let factor = meta("factor").and_then(|v| v.to_f32().ok());
-        computed_rotary(kind.as_deref(), factor).map_err(|e| bad(path, &arch, e))?;
-        ModelConfig::read(arch.clone(), family, &settings, vocab).map_err(|e| bad(path, &arch, e))
+        let rope_linear =
+            computed_rotary(kind.as_deref(), factor).map_err(|e| bad(path, &arch, e))?;
+        let config = ModelConfig::read(arch.clone(), family, &settings, vocab)
+            .map_err(|e| bad(path, &arch, e))?;
+        Ok(ModelConfig {
+            rope_linear,
+            ..config
+        })
     }
 
     /// The configuration of the weights at `path`: a GGUF file, or a checkpoint directory's
@@ -253,31 +263,52 @@ impl ModelConfig {
         // transformers 4 names the scaling `rope_scaling`, transformers 5 `rope_parameters`
         // (per attention type for gemma3: Gemma 3 4B and up scale the full-attention layers).
         let parameters = &json["rope_parameters"];
+        let scaling = |p: &serde_json::Value| {
+            let kind = p["rope_type"].as_str().or(p["type"].as_str());
+            let factor = p["factor"].as_f64().map(|f| f as f32);
+            computed_rotary(kind, factor).map_err(|e| bad(path, &arch, e))
+        };
+        let mut rope_linear = None;
         for p in [
             &json["rope_scaling"],
             parameters,
             &parameters["full_attention"],
-            &parameters["sliding_attention"],
         ] {
-            let kind = p["rope_type"].as_str().or(p["type"].as_str());
-            let factor = p["factor"].as_f64().map(|f| f as f32);
-            computed_rotary(kind, factor).map_err(|e| bad(path, &arch, e))?;
+            rope_linear = scaling(p)?.or(rope_linear);
         }
-        ModelConfig::read(arch.clone(), family, &settings, vocab).map_err(|e| bad(path, &arch, e))
+        // The windowed layers turn unscaled in every engine hspi follows (llama.cpp's
+        // `rope_freq_scale_train_swa`, vLLM's local rotary embedding).
+        if let Some(factor) = scaling(&parameters["sliding_attention"])? {
+            return Err(bad(
+                path,
+                &arch,
+                ConfigError::RotaryScaling {
+                    kind: "linear, on the sliding-window layers".into(),
+                    factor,
+                },
+            ));
+        }
+        let config = ModelConfig::read(arch.clone(), family, &settings, vocab)
+            .map_err(|e| bad(path, &arch, e))?;
+        Ok(ModelConfig {
+            rope_linear,
+            ..config
+        })
     }
 }
 
-/// A rotary embedding some forward pass computes: unscaled (no type, `default`, `none`, or a
-/// factor of 1) or Llama 3's. Linear and YaRN scaling are refused by name rather than computed
-/// as unscaled.
+/// A rotary embedding the forward passes compute: unscaled (no type, `default`, `none`, or a
+/// factor of 1), Llama 3's (read as its frequencies), or linear (its factor). Others (YaRN,
+/// dynamic NTK, LongRoPE) are refused by name rather than computed as unscaled.
 fn computed_rotary(
     kind: Option<&str>,
     factor: Option<f32>,
-) -> std::result::Result<(), ConfigError> {
-    match kind {
-        None | Some("default" | "none" | "llama3") => Ok(()),
-        Some(_) if factor == Some(1.0) => Ok(()),
-        Some(kind) => Err(ConfigError::RotaryScaling {
+) -> std::result::Result<Option<f32>, ConfigError> {
+    match (kind, factor) {
+        (None | Some("default" | "none" | "llama3"), _) => Ok(None),
+        (Some(_), Some(1.0)) => Ok(None),
+        (Some("linear"), Some(f)) if f.is_finite() && f > 0.0 => Ok(Some(f)),
+        (Some(kind), factor) => Err(ConfigError::RotaryScaling {
             kind: kind.into(),
             factor: factor.unwrap_or(f32::NAN),
         }),
@@ -375,6 +406,7 @@ mod tests {
                 intermediate: 24,
                 vocab: 32,
                 rope_theta: 1_000_000.0,
+                rope_linear: None,
                 rms_eps: 1e-6,
             }
         );
@@ -407,11 +439,12 @@ mod tests {
         assert!(e.contains("no embedding_length (hidden_size)"), "{e}");
     }
 
-    /// Linear scaling (Gemma 3 4B's full-attention layers, transformers 5's nested form) and
-    /// YaRN (long-context Qwen 2.5, transformers 4's `rope_scaling`) are refused by name, in a
-    /// `config.json` and in a GGUF file; Llama 3's scaling, a factor of 1 and none are read.
+    /// Linear scaling is read (Gemma 3 4B's full-attention layers, transformers 5's nested
+    /// form; a GGUF file's `rope.scaling.*`); YaRN (long-context Qwen 2.5, transformers 4's
+    /// `rope_scaling`) and a scaled sliding window are refused by name; Llama 3's scaling, a
+    /// factor of 1 and none read as unscaled.
     #[test]
-    fn rotary_scaling_hspi_does_not_compute_is_refused_by_name() {
+    fn rotary_scaling_is_read_or_refused_by_name() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/compressed-tensors/base/config.json");
         let json: serde_json::Value =
@@ -425,8 +458,16 @@ mod tests {
             "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
             "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}
         });
-        let e = with("rope_parameters", linear).unwrap_err().to_string();
-        assert!(e.contains("scaled ('linear', factor 8)"), "{e}");
+        assert_eq!(
+            with("rope_parameters", linear).unwrap().rope_linear,
+            Some(8.0)
+        );
+        let windowed = serde_json::json!({
+            "full_attention": {"rope_type": "default"},
+            "sliding_attention": {"rope_type": "linear", "factor": 2.0}
+        });
+        let e = with("rope_parameters", windowed).unwrap_err().to_string();
+        assert!(e.contains("on the sliding-window layers"), "{e}");
         let yarn = serde_json::json!({"type": "yarn", "factor": 4.0,
             "original_max_position_embeddings": 32768});
         let e = with("rope_scaling", yarn).unwrap_err().to_string();
@@ -440,7 +481,8 @@ mod tests {
             serde_json::json!({"rope_type": "default"}),
             serde_json::Value::Null,
         ] {
-            with("rope_scaling", fine.clone()).unwrap_or_else(|e| panic!("{fine}: {e}"));
+            let c = with("rope_scaling", fine.clone()).unwrap_or_else(|e| panic!("{fine}: {e}"));
+            assert_eq!(c.rope_linear, None, "{fine}");
         }
 
         let file = gguf("llama", 32, true);
@@ -454,14 +496,25 @@ mod tests {
         scaled
             .metadata
             .insert("llama.rope.scaling.factor".into(), Value::F32(8.0));
+        let c = ModelConfig::from_gguf(&scaled, file.path()).unwrap();
+        assert_eq!(c.rope_linear, Some(8.0));
+        scaled.metadata.insert(
+            "llama.rope.scaling.type".into(),
+            Value::String("yarn".into()),
+        );
         let e = ModelConfig::from_gguf(&scaled, file.path())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("scaled ('linear', factor 8)"), "{e}");
+        assert!(e.contains("scaled ('yarn', factor 8)"), "{e}");
         scaled.metadata.insert(
             "llama.rope.scaling.type".into(),
             Value::String("none".into()),
         );
-        ModelConfig::from_gguf(&scaled, file.path()).unwrap();
+        assert_eq!(
+            ModelConfig::from_gguf(&scaled, file.path())
+                .unwrap()
+                .rope_linear,
+            None
+        );
     }
 }

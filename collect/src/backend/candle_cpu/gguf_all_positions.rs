@@ -42,10 +42,24 @@ struct Layer {
     qk_norm: Option<[RmsNorm; 2]>,
     /// The norms after attention and after the MLP (gemma3).
     post_norms: Option<[RmsNorm; 2]>,
-    /// The positions it attends over (itself included) where windowed, and the rotary base it
+    /// The positions it attends over (itself included) where windowed, and the rotation it
     /// turns with.
     window: Option<usize>,
-    rope_base: f32,
+    rope: Rotation,
+}
+
+/// A layer's rotary base and llama.cpp's `freq_scale` (1 / linear scaling's factor, 1 where
+/// unscaled): its angles are `freq_scale · (position · base^(-2i/d))`.
+#[derive(Clone, Copy)]
+struct Rotation {
+    base: f32,
+    freq_scale: f32,
+}
+
+impl Rotation {
+    fn key(self) -> (u32, u32) {
+        (self.base.to_bits(), self.freq_scale.to_bits())
+    }
 }
 
 /// A layer's gated MLP: one, or a mixture of experts.
@@ -474,7 +488,17 @@ impl GgufAllPositions {
                 qk_norm,
                 post_norms,
                 window: windowed.map(|s| s.window),
-                rope_base: windowed.map_or(config.rope_theta, |s| s.rope_theta),
+                // The windowed layers turn unscaled (llama.cpp's `rope_freq_scale_train_swa`).
+                rope: match windowed {
+                    Some(s) => Rotation {
+                        base: s.rope_theta,
+                        freq_scale: 1.0,
+                    },
+                    None => Rotation {
+                        base: config.rope_theta,
+                        freq_scale: config.rope_linear.map_or(1.0, |f| 1.0 / f),
+                    },
+                },
             });
         }
         Ok(GgufAllPositions {
@@ -496,8 +520,9 @@ impl GgufAllPositions {
         })
     }
 
-    /// The rotary tables for positions `start..n` at rotary base `base`.
-    fn rotary(&self, start: usize, n: usize, base: f32) -> Result<(Tensor, Tensor)> {
+    /// The rotary tables for positions `start..n` turning as `rotation`.
+    fn rotary(&self, start: usize, n: usize, rotation: Rotation) -> Result<(Tensor, Tensor)> {
+        let base = rotation.base;
         let d = self.head_dim;
         let theta: Vec<f32> = (0..d)
             .step_by(2)
@@ -512,6 +537,10 @@ impl GgufAllPositions {
             .to_dtype(DType::F32)?
             .reshape((n - start, 1))?
             .matmul(&theta.reshape((1, d / 2))?)?;
+        let at = match rotation.freq_scale {
+            1.0 => at,
+            scale => (at * f64::from(scale))?,
+        };
         Ok((at.cos()?, at.sin()?))
     }
 
@@ -545,15 +574,13 @@ impl GgufAllPositions {
             Ok(Tensor::from_vec(mask, (m, n), &dev)?)
         };
         let mut masks: HashMap<Option<usize>, Tensor> = HashMap::new();
-        let mut rotations: HashMap<u32, (Tensor, Tensor)> = HashMap::new();
+        let mut rotations: HashMap<(u32, u32), (Tensor, Tensor)> = HashMap::new();
         for l in &self.layers {
             if let std::collections::hash_map::Entry::Vacant(e) = masks.entry(l.window) {
                 e.insert(mask(l.window)?);
             }
-            if let std::collections::hash_map::Entry::Vacant(e) =
-                rotations.entry(l.rope_base.to_bits())
-            {
-                e.insert(self.rotary(start, n, l.rope_base)?);
+            if let std::collections::hash_map::Entry::Vacant(e) = rotations.entry(l.rope.key()) {
+                e.insert(self.rotary(start, n, l.rope)?);
             }
         }
         let (h, kvh, d) = (self.heads, self.kv_heads, self.head_dim);
@@ -562,7 +589,7 @@ impl GgufAllPositions {
         };
         let mut kept = Vec::with_capacity(self.layers.len());
         for (i, l) in self.layers.iter().enumerate() {
-            let (cos, sin) = &rotations[&l.rope_base.to_bits()];
+            let (cos, sin) = &rotations[&l.rope.key()];
             let rope = |t: &Tensor| -> Result<Tensor> {
                 Ok(match self.architecture.gguf_rope {
                     RopeStyle::Neox => candle_nn::rotary_emb::rope(t, cos, sin)?,

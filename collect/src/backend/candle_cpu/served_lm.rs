@@ -473,12 +473,18 @@ impl ServedLm {
     }
 
     /// The rotary cache for positions `0..tokens` at inverse frequencies `inv_freq`: per
-    /// position and pair, cos and sin of the f32 angle kept in bf16 (vLLM's cos/sin cache).
-    fn rotary_table(inv_freq: &[f32], tokens: usize) -> Vec<(f32, f32)> {
+    /// position and pair, cos and sin of the f32 angle kept in bf16 (vLLM's cos/sin cache);
+    /// with linear scaling each position divided by its factor first (vLLM's
+    /// `LinearScalingRotaryEmbedding`).
+    fn rotary_table(inv_freq: &[f32], tokens: usize, linear: Option<f32>) -> Vec<(f32, f32)> {
         let mut table = Vec::with_capacity(tokens * inv_freq.len());
         for t in 0..tokens {
+            let position = match linear {
+                Some(factor) => t as f32 / factor,
+                None => t as f32,
+            };
             for f in inv_freq {
-                let angle = t as f32 * f;
+                let angle = position * f;
                 table.push((round_bf16(angle.cos()), round_bf16(angle.sin())));
             }
         }
@@ -614,8 +620,10 @@ impl ServedLm {
             }
         }
         let sliding = c.architecture.sliding;
-        let full = Self::rotary_table(&self.inverse_frequencies(false), n);
-        let windowed = sliding.map(|_| Self::rotary_table(&self.inverse_frequencies(true), n));
+        // The windowed layers turn unscaled (vLLM's local rotary embedding).
+        let full = Self::rotary_table(&self.inverse_frequencies(false), n, c.rope_linear);
+        let windowed =
+            sliding.map(|_| Self::rotary_table(&self.inverse_frequencies(true), n, None));
         // `h` is the last block's output, `residual` the running sum stored in bf16.
         let mut residual: Option<Vec<f32>> = None;
         for (i, layer) in self.layers.iter().enumerate() {

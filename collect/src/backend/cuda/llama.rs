@@ -105,7 +105,8 @@ impl CudaLm {
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
         let config = ModelConfig::from_gguf(&content, path)?;
-        let rope_scaled = content.tensor_infos.contains_key("rope_freqs.weight");
+        let rope_scaled =
+            content.tensor_infos.contains_key("rope_freqs.weight") || config.rope_linear.is_some();
         crate::zoo::decoder_weights::llama_only(&config, rope_scaled, path, "the CUDA pass")?;
         let (dim, n_head, n_kv, n_layer) =
             (config.hidden, config.heads, config.kv_heads, config.layers);

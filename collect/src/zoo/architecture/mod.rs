@@ -151,7 +151,7 @@ pub enum ConfigError {
     NoHeads,
     #[error(
         "its rotary embedding is scaled ('{kind}', factor {factor}), which hspi does not compute \
-         (it computes unscaled rotary embeddings and Llama 3's scaled frequencies)"
+         (it computes unscaled and linearly scaled rotary embeddings and Llama 3's frequencies)"
     )]
     RotaryScaling { kind: String, factor: f32 },
 }

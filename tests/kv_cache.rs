@@ -149,10 +149,10 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
 
 /// A q4_0 cache of a build before the rotation (`LLAMA_ATTN_ROT_DISABLE=1`): sold as f16 still
 /// caught; declared, never accused (hspi holds no reference for that build's rounding:
-/// inconclusive). The guide's table row; a minute and a half: run on demand
+/// inconclusive). The guide's table row; a minute: run on demand
 /// (`cargo test --release --test kv_cache -- --ignored`).
 #[test]
-#[ignore = "a minute and a half: the guide's unturned-cache row, run on demand"]
+#[ignore = "a minute: the guide's unturned-cache row, run on demand"]
 fn an_unturned_q4_0_cache_is_caught_and_never_accused_when_declared() {
     let tmp = tempfile::tempdir().unwrap();
     let unturned = [("LLAMA_ATTN_ROT_DISABLE", "1")];

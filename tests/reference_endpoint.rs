@@ -230,10 +230,10 @@ fn sold_as_f16(spec: &str, tmp: &tempfile::TempDir, quant: &str, seed: u64) {
 /// The rest of the guide's figures for a vLLM reference engine (docs/how-hspi-decides.md
 /// #fig-reference-endpoint): vLLM fp32 claimed f32 and Q4_0 sold as f16 beside the CI's cases;
 /// vLLM bf16 as the provider with the vLLM fp32 engine beside hspi's bf16 and llama.cpp's f16,
-/// and the reverse, an F16 llama-server as the reference server of the same answers. About four
+/// and the reverse, an F16 llama-server as the reference server of the same answers. About five
 /// minutes on two cores: `cargo test --release --test reference_endpoint -- --ignored`.
 #[test]
-#[ignore = "four minutes: the guide's remaining reference-engine figures, run on demand"]
+#[ignore = "five minutes: the guide's remaining reference-engine figures, run on demand"]
 fn vllm_references_figures() {
     let vllm = Vllm::start("float32");
     let spec = format!("{}={VLLM_F32}", vllm.url);

@@ -185,6 +185,7 @@ pub fn write_whole(
 
 #[cfg(test)]
 mod tests {
+    use super::super::bits;
     use super::*;
 
     /// A float head too tall to widen at once gives, multiplied a slice of rows at a time, the
@@ -206,15 +207,6 @@ mod tests {
                 let whole = QMatMul::from_arc(q.clone()).unwrap().forward(&x).unwrap();
                 let kept = KeptMatrix::new(q.clone()).unwrap().forward(&x).unwrap();
                 assert_eq!(kept.dims(), whole.dims());
-                let bits = |t: &Tensor| -> Vec<u32> {
-                    t.flatten_all()
-                        .unwrap()
-                        .to_vec1::<f32>()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.to_bits())
-                        .collect()
-                };
                 assert!(
                     bits(&kept) == bits(&whole),
                     "{dtype:?}, {positions} positions"

@@ -34,6 +34,13 @@ use super::{not_a_language_model, on_this_cpu, this_cpu, Backend, Batch, ImageRu
 use crate::error::{CollectError, Result};
 use crate::zoo::{ImageModel, Model, ModelId};
 
+/// A tensor's values as their bits, for tests holding two computations equal bit for bit.
+#[cfg(test)]
+fn bits(t: &candle_core::Tensor) -> Vec<u32> {
+    let values = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
 /// candle on this machine's CPU.
 pub struct CandleCpu;
 

@@ -173,6 +173,7 @@ fn quantise(xs: &[f32]) -> ActivationBlock {
 
 #[cfg(test)]
 mod tests {
+    use super::super::bits;
     use super::*;
     use candle_core::quantized::QMatMul;
     use candle_core::Module;
@@ -198,15 +199,6 @@ mod tests {
                 let want = candle.forward(&x).unwrap();
                 let got = unpacked.forward(&x).unwrap();
                 assert_eq!(got.dims(), want.dims());
-                let bits = |t: &Tensor| -> Vec<u32> {
-                    t.flatten_all()
-                        .unwrap()
-                        .to_vec1::<f32>()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.to_bits())
-                        .collect()
-                };
                 assert!(
                     bits(&got) == bits(&want),
                     "{dtype:?}, {positions} positions"

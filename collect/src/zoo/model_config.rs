@@ -165,12 +165,14 @@ impl ModelConfig {
     }
 
     /// The configuration of a model of family `family` (named `arch` in its file) from its
-    /// settings, with `vocab` tokens. The one parser of both stores.
+    /// settings, with `vocab` tokens and the linear rotary scaling each store names its own way. The
+    /// one parser of both stores.
     fn read(
         arch: String,
         family: &architecture::Family,
         settings: &dyn Settings,
         vocab: usize,
+        rope_linear: Option<f32>,
     ) -> std::result::Result<ModelConfig, ConfigError> {
         let required = |key: Key| -> std::result::Result<usize, ConfigError> {
             settings.count(key)?.ok_or_else(|| ConfigError::Missing {
@@ -192,7 +194,7 @@ impl ModelConfig {
             intermediate: required(INTERMEDIATE)?,
             vocab,
             rope_theta: settings.float(ROPE_THETA)?.unwrap_or(DEFAULT_ROPE_THETA),
-            rope_linear: None,
+            rope_linear,
             rms_eps: settings.float(RMS_EPS)?.unwrap_or(DEFAULT_RMS_EPS),
             arch,
         })
@@ -221,12 +223,8 @@ impl ModelConfig {
         let factor = meta("factor").and_then(|v| v.to_f32().ok());
         let rope_linear =
             computed_rotary(kind.as_deref(), factor).map_err(|e| bad(path, &arch, e))?;
-        let config = ModelConfig::read(arch.clone(), family, &settings, vocab)
-            .map_err(|e| bad(path, &arch, e))?;
-        Ok(ModelConfig {
-            rope_linear,
-            ..config
-        })
+        ModelConfig::read(arch.clone(), family, &settings, vocab, rope_linear)
+            .map_err(|e| bad(path, &arch, e))
     }
 
     /// The configuration of the weights at `path`: a GGUF file, or a checkpoint directory's
@@ -288,12 +286,8 @@ impl ModelConfig {
                 },
             ));
         }
-        let config = ModelConfig::read(arch.clone(), family, &settings, vocab)
-            .map_err(|e| bad(path, &arch, e))?;
-        Ok(ModelConfig {
-            rope_linear,
-            ..config
-        })
+        ModelConfig::read(arch.clone(), family, &settings, vocab, rope_linear)
+            .map_err(|e| bad(path, &arch, e))
     }
 }
 

@@ -183,26 +183,44 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
     // never accused; Q8_0 sold as f16 caught (vLLM itself claimed f32, Q4_0, and a vLLM bf16
     // provider: `vllm_references_figures`, run on demand).
     let f16 = llama::start("avx2", "F16");
-    let t = replay_at(
+    honest(
         &spec,
-        &llama_formats(),
-        &tmp.path().join("llama-f16"),
+        &tmp,
+        "llama-f16",
         &f16.url,
         62,
-        &["*/*/f16/*"],
+        "*/*/f16/*",
+        "llama.cpp F16 claimed f16",
+    );
+    sold_as_f16(&spec, &tmp, "Q8_0", 63);
+}
+
+/// An honest provider `base` claimed as it is (`claim`), audited with the vLLM engine `spec`
+/// beside hspi's llama.cpp formats: never accused, consistent 200/200 (docs/how-hspi-decides.md).
+fn honest(
+    spec: &str,
+    tmp: &tempfile::TempDir,
+    name: &str,
+    base: &str,
+    seed: u64,
+    claim: &str,
+    what: &str,
+) {
+    let t = replay_at(
+        spec,
+        &llama_formats(),
+        &tmp.path().join(name),
+        base,
+        seed,
+        &[claim],
     )
     .remove(0);
-    assert_eq!(
-        common::fresh::verdicts(&t, "mismatch"),
-        0,
-        "llama.cpp F16 claimed f16: {t}"
-    );
+    assert_eq!(common::fresh::verdicts(&t, "mismatch"), 0, "{what}: {t}");
     common::assert_stated_live(
-        &format!("llama.cpp F16 claimed f16 consistent: {t}"),
+        &format!("{what} consistent: {t}"),
         common::fresh::verdicts(&t, "consistent"),
         200,
     );
-    sold_as_f16(&spec, &tmp, "Q8_0", 63);
 }
 
 /// A llama-server at `quant` sold as f16, audited with the vLLM engine `spec` beside hspi's
@@ -239,24 +257,14 @@ fn vllm_references_figures() {
     let spec = format!("{}={VLLM_F32}", vllm.url);
     let tmp = tempfile::tempdir().unwrap();
     // docs/how-hspi-decides.md: consistent 200/200.
-    let t = replay_at(
+    honest(
         &spec,
-        &llama_formats(),
-        &tmp.path().join("vllm-f32"),
+        &tmp,
+        "vllm-f32",
         &vllm.url,
         61,
-        &["*/*/f32/*"],
-    )
-    .remove(0);
-    assert_eq!(
-        common::fresh::verdicts(&t, "mismatch"),
-        0,
-        "vLLM fp32 claimed f32: {t}"
-    );
-    common::assert_stated_live(
-        &format!("vLLM fp32 claimed f32 consistent: {t}"),
-        common::fresh::verdicts(&t, "consistent"),
-        200,
+        "*/*/f32/*",
+        "vLLM fp32 claimed f32",
     );
     sold_as_f16(&spec, &tmp, "Q4_0", 64);
     let f16 = llama::start("avx2", "F16");

@@ -16,6 +16,7 @@ fn gemma_gguf() -> std::path::PathBuf {
 
 #[test]
 fn prompts_read_into_llama_servers_token_ids() {
+    let _cores = common::one_at_a_time();
     let path = gemma_gguf();
     let server = llama::LlamaServer::start(&llama::build("avx2"), &path, "gemma3-270m")
         .unwrap_or_else(|e| panic!("llama-server (gemma3-270m) did not start: {e}"));
@@ -40,6 +41,7 @@ fn prompts_read_into_llama_servers_token_ids() {
 /// longer than its 512-token window exercises the windowed layers.
 #[test]
 fn gemma_answers_as_llama_cpp_computes_it() {
+    let _cores = common::one_at_a_time();
     let path = gemma_gguf();
     let build = llama::build("avx2");
     let dir = tempfile::tempdir().unwrap();
@@ -75,6 +77,7 @@ fn gemma_answers_as_llama_cpp_computes_it() {
 /// longer than its 512-token window (the windowed layers then attend to part of it only).
 #[test]
 fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
+    let _cores = common::one_at_a_time();
     let path = gemma_gguf();
     let checkpoint = llama::cache().join("gemma3-270m/hf-f32");
     assert!(
@@ -171,6 +174,7 @@ fn row(tally: &serde_json::Value, dimension: &str, status: &str) -> u64 {
 /// audit (`--weights`) of the Q8_0 server.
 #[test]
 fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
+    let _cores = common::one_at_a_time();
     let path = gemma_gguf();
     let build = llama::build("avx2");
     let tmp = tempfile::tempdir().unwrap();

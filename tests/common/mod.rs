@@ -275,6 +275,17 @@ pub fn tally(verify: &serde_json::Value, dimension: &str, status: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Held by a test that should not share the two cores with another of its file's tests: each
+/// starts servers of two threads (llama-server `-t 2`, vLLM's OpenMP), and four such threads on
+/// two cores spin at their barriers (`tests/gemma3.rs`: 454 s with its four tests two at a time,
+/// 390 s one at a time). A test that failed while holding it leaves it usable.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static CORES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    CORES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub fn hspi() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hspi"));
     c.env_remove("RUST_BACKTRACE").env("NO_COLOR", "1");
@@ -297,8 +308,18 @@ impl From<Output> for Run {
     }
 }
 
+/// `hspi ARGS…`, its wall time logged (shown with `--nocapture` or on failure: where a slow
+/// test spends its time).
 pub fn run(args: &[&str]) -> Run {
-    Run::from(hspi().args(args).output().expect("run hspi"))
+    let started = std::time::Instant::now();
+    let run = Run::from(hspi().args(args).output().expect("run hspi"));
+    let shown: Vec<&str> = args.iter().take(3).copied().collect();
+    eprintln!(
+        "[{:.1} s] hspi {} …",
+        started.elapsed().as_secs_f64(),
+        shown.join(" ")
+    );
+    run
 }
 
 pub fn ok(args: &[&str]) -> Run {

@@ -89,6 +89,11 @@ impl Vllm {
             );
             std::thread::sleep(Duration::from_millis(500));
         }
+        eprintln!(
+            "[{:.1} s] vllm serve {} at {dtype} up",
+            started.elapsed().as_secs_f64(),
+            model.display()
+        );
         server
     }
 

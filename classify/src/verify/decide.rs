@@ -51,8 +51,10 @@ impl Verifier<'_> {
             return Some(self.mixture());
         }
         // Answers of two formats, too few of the second for a mixture: the aggregate of a
-        // mixture looks like a format no reference covers, so no single-format verdict yet.
-        if self.routes_split().is_some() {
+        // mixture looks like a format no reference covers, so no single-format verdict yet,
+        // but for a mismatch where most answers settled off the claim.
+        let held = self.routes_split().is_some();
+        if held && !self.split_mostly_off_claim() {
             return None;
         }
         let (accuse, accept) = self.params.thresholds();
@@ -66,6 +68,9 @@ impl Verifier<'_> {
             if self.format_identity().is_some_and(|i| i.is_unseen()) {
                 return Some(Verdict::Inconclusive { reason: why });
             }
+        }
+        if held {
+            return None;
         }
         // The ratio finds the claimed format consistent, but the answers lack (or do not yet
         // show) the rounding pattern of the format that explains them: a format no reference

@@ -833,3 +833,32 @@ fn fresh_references_decide_the_market_pairs_within_64_tokens() {
     }
     eprintln!("{}", table.join("\n"));
 }
+
+/// PyTorch's bf16 answers with hspi's references computed on their own tokens (the committed
+/// `datasets/atlas/fresh-references/`, as a fresh audit computes them): sold as fp16, a
+/// mismatch in every audit within 64 tokens — one answer in eight settles as the claimed f16
+/// on its own, which once held 36 of these mismatches for a possible mixture — and claimed as
+/// it is, never accused (docs/how-hspi-decides.md#fig-market-fresh).
+#[test]
+fn pytorch_bf16_on_fresh_references_is_decided_within_64_tokens() {
+    let answers = atlas("transformers-compressed").join("bf16-train");
+    let refs = atlas("fresh-references").join("transformers-compressed-bf16-train");
+    let sold = common::fresh::replayed(&answers, &refs, "*/*/fp16/*", 64);
+    assert_stated(
+        "PyTorch bf16 sold as fp16 (fresh): format mismatch",
+        tally(&sold, "format", "mismatch"),
+        200,
+    );
+    assert_stated(
+        "PyTorch bf16 sold as fp16 (fresh): mismatch verdicts",
+        common::fresh::verdicts(&sold, "mismatch"),
+        200,
+    );
+    let honest = common::fresh::replayed(&answers, &refs, "*/*/bf16/*", 64);
+    assert_eq!(common::fresh::accusations(&honest), 0, "{honest}");
+    assert_stated(
+        "PyTorch bf16 claimed bf16 (fresh): format consistent",
+        tally(&honest, "format", "consistent"),
+        200,
+    );
+}

@@ -278,7 +278,7 @@ pub fn tally(verify: &serde_json::Value, dimension: &str, status: &str) -> u64 {
 /// Held by a test that should not share the two cores with another of its file's tests: each
 /// starts servers of two threads (llama-server `-t 2`, vLLM's OpenMP), and four such threads on
 /// two cores spin at their barriers (`tests/gemma3.rs`: 454 s with its four tests two at a time,
-/// 390 s one at a time). A test that failed while holding it leaves it usable.
+/// 342 s one at a time, measured 2026-11-27). A test that failed while holding it leaves it usable.
 pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static CORES: std::sync::Mutex<()> = std::sync::Mutex::new(());
     CORES

@@ -229,3 +229,220 @@ fn smollm2_on_the_gpu_agrees_with_candle_on_the_cpu() {
     let alone = bs1_f32.unwrap();
     assert!(relative_error(&packed, &alone) < 1e-5);
 }
+
+/// The tiny models of every dense family cut to 1,024 tokens (`.ci/gpu-tiny-models`), from
+/// `$HSPI_GPU_TINY_MODELS`: GGUF files as llama.cpp's converter wrote them and, under `hf/`, the
+/// same weights as checkpoints.
+fn tiny_models() -> std::path::PathBuf {
+    std::env::var_os("HSPI_GPU_TINY_MODELS")
+        .map(Into::into)
+        .expect(
+            "HSPI_GPU_TINY_MODELS names the tiny models' directory; hint: \
+             .ci/gpu-tiny-models ~/.cache/hspi/tiny-models DIR",
+        )
+}
+
+/// Eight prompts of 5 to 40 tokens (past gemma3's window of 12), as .ci/gpu-torch-logits
+/// builds them.
+fn family_prompts(vocab: usize) -> Vec<Vec<u32>> {
+    (0..8usize)
+        .map(|i| {
+            (0..5 + 5 * i)
+                .map(|j| ((100 + 37 * i + 11 * j) % vocab) as u32)
+                .collect()
+        })
+        .collect()
+}
+
+/// The dense families' tiny models: plain llama (as SmolLM2), llama with Llama 3's rotary
+/// scaling, qwen2 (q/k/v biases), qwen3 (q/k norms, heads 24 wide), gemma3 (windowed layers,
+/// linearly scaled full attention, four norms a layer, GELU-tanh, scaled embeddings).
+const DENSE: [&str; 5] = ["llama-plain", "llama", "qwen2", "qwen3", "gemma3"];
+
+fn gpu_logits(
+    model: &hspi_collect::Model,
+    platform: &Platform,
+    prompts: &[Vec<u32>],
+) -> Vec<Vec<f32>> {
+    use hspi_collect::backend::{open, Batch};
+    let mut lm = open(model, platform).unwrap_or_else(|e| panic!("{platform}: {e}"));
+    let refs: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
+    refs.chunks(platform.batch_size as usize)
+        .flat_map(|batch| lm.forward(Batch::Tokens(batch)).unwrap())
+        .collect()
+}
+
+fn f32_bs(bs: u32) -> Platform {
+    platforms()
+        .into_iter()
+        .find(|p| p.format == NumericFormat::F32 && p.kernel.is_none() && p.batch_size == bs)
+        .unwrap()
+}
+
+/// Every dense family on every GPU precision at batch sizes 1 and 8, against hspi's CPU pass of
+/// llama.cpp's formats at F32 on the same GGUF file; prompts packed into a batch stay their
+/// own; the checkpoint of the same weights gives the GGUF file's bits.
+#[test]
+fn every_dense_family_on_the_gpu_agrees_with_the_cpu() {
+    use hspi_collect::backend::QuantizedLm;
+    use hspi_collect::Model;
+    let dir = tiny_models();
+    for arch in DENSE {
+        let path = dir.join(format!("{arch}.gguf"));
+        let model = Model::language_model(arch, &path).unwrap();
+        let mut cpu = QuantizedLm::load(&path, NumericFormat::F32).unwrap();
+        let vocab = cpu.next_token_logits(&[1]).unwrap().len();
+        let prompts = family_prompts(vocab);
+        let want: Vec<Vec<f32>> = prompts
+            .iter()
+            .map(|p| cpu.next_token_logits(p).unwrap())
+            .collect();
+        for platform in platforms()
+            .into_iter()
+            .filter(|p| p.batch_size == 1 || p.batch_size == 8)
+        {
+            let got = gpu_logits(&model, &platform, &prompts);
+            assert_eq!(got.len(), 8, "{arch} {platform}");
+            assert!(
+                got.iter().flatten().all(|v| v.is_finite()),
+                "{arch} {platform}"
+            );
+            println!(
+                "{arch} {platform}: relative error {:.2e} against the CPU's F32",
+                relative_error(&got, &want)
+            );
+            let bound = match platform.format {
+                NumericFormat::F32 => 1e-4,
+                NumericFormat::Tf32 => 2e-2,
+                _ => 1e-1,
+            };
+            assert_close(&platform, &got, &want, bound, 6);
+        }
+        let alone = gpu_logits(&model, &f32_bs(1), &prompts);
+        let packed = gpu_logits(&model, &f32_bs(8), &prompts);
+        assert!(
+            relative_error(&packed, &alone) < 1e-5,
+            "{arch}: prompts packed into one batch mixed"
+        );
+        let hf = dir.join("hf").join(arch);
+        if hf.is_dir() {
+            let checkpoint = Model::language_model(arch, &hf).unwrap();
+            let from_checkpoint = gpu_logits(&checkpoint, &f32_bs(1), &prompts);
+            if arch == "llama" {
+                // Llama 3's frequencies: the GGUF file's `rope_freqs` divisors and the
+                // checkpoint's formula differ in the last bit of some.
+                assert!(relative_error(&from_checkpoint, &alone) < 1e-5, "{arch}");
+            } else {
+                let bits = |l: &[Vec<f32>]| -> Vec<u32> {
+                    l.iter().flatten().map(|v| v.to_bits()).collect()
+                };
+                assert_eq!(
+                    bits(&from_checkpoint),
+                    bits(&alone),
+                    "{arch}: the checkpoint and the GGUF file of the same weights differ"
+                );
+            }
+        }
+    }
+}
+
+/// A mixture of experts is refused by name, before any GPU work.
+#[test]
+fn a_mixture_of_experts_is_refused_by_name_on_the_gpu() {
+    let path = tiny_models().join("qwen3moe.gguf");
+    let model = hspi_collect::Model::language_model("qwen3moe", &path).unwrap();
+    let e = hspi_collect::backend::open(&model, &f32_bs(1))
+        .err()
+        .expect("a mixture of experts is refused")
+        .to_string();
+    assert!(e.contains("mixture of experts"), "{e}");
+}
+
+/// Log-softmax of a logit row, in f64.
+fn log_softmax(row: &[f32]) -> Vec<f64> {
+    let max = row.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v)) as f64;
+    let sum: f64 = row.iter().map(|v| (*v as f64 - max).exp()).sum();
+    row.iter().map(|v| *v as f64 - max - sum.ln()).collect()
+}
+
+/// Mean |Δ logprob| over every token of every prompt, and on how many prompts the greedy token
+/// is the same.
+fn logprob_distance(a: &[Vec<f32>], b: &[Vec<f32>]) -> (f64, usize) {
+    let (mut sum, mut n) = (0f64, 0usize);
+    for (x, y) in a.iter().zip(b) {
+        for (u, v) in log_softmax(x).iter().zip(log_softmax(y)) {
+            sum += (u - v).abs();
+            n += 1;
+        }
+    }
+    let same = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| top_label(x) == top_label(y))
+        .count();
+    (sum / n as f64, same)
+}
+
+/// PyTorch's logits for `arch` at `dtype` (`.ci/gpu-torch-logits`, from `$HSPI_GPU_TORCH_LOGITS`),
+/// one row per prompt.
+fn torch_logits(dir: &std::path::Path, arch: &str, dtype: &str, vocab: usize) -> Vec<Vec<f32>> {
+    let path = dir.join(format!("{arch}-{dtype}.bin"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(values.len(), 8 * vocab, "{}", path.display());
+    values.chunks(vocab).map(<[f32]>::to_vec).collect()
+}
+
+/// hspi's CUDA pass against PyTorch (transformers) on the same GPU and checkpoint: at f32 the
+/// same next-token distribution (an engine none of us wrote, computing each family its own way);
+/// at bf16 the distance printed as measured, beside PyTorch's own bf16 against its f32.
+#[test]
+fn pytorch_on_the_same_gpu_agrees_with_the_cuda_pass() {
+    let torch_dir: std::path::PathBuf = std::env::var_os("HSPI_GPU_TORCH_LOGITS")
+        .map(Into::into)
+        .expect("HSPI_GPU_TORCH_LOGITS names .ci/gpu-torch-logits' output directory");
+    let recorded: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(torch_dir.join("prompts.json")).unwrap()).unwrap();
+    println!(
+        "PyTorch {} / transformers {} on {}",
+        recorded["torch"], recorded["transformers"], recorded["gpu"]
+    );
+    let bf16_bs1 = platforms()
+        .into_iter()
+        .find(|p| p.format == NumericFormat::Bf16 && p.kernel.is_none() && p.batch_size == 1)
+        .unwrap();
+    for arch in ["llama", "qwen2", "qwen3", "gemma3"] {
+        let model = hspi_collect::Model::language_model(arch, &tiny_models().join("hf").join(arch))
+            .unwrap();
+        let vocab = 1024;
+        let prompts = family_prompts(vocab);
+        let ids: Vec<Vec<u32>> = serde_json::from_value(recorded["prompts"].clone()).unwrap();
+        assert_eq!(ids, prompts, "the prompts .ci/gpu-torch-logits used");
+        let torch_f32 = torch_logits(&torch_dir, arch, "f32", vocab);
+        let torch_bf16 = torch_logits(&torch_dir, arch, "bf16", vocab);
+        let ours_f32 = gpu_logits(&model, &f32_bs(1), &prompts);
+        let ours_bf16 = gpu_logits(&model, &bf16_bs1, &prompts);
+        let f32_gap = logprob_distance(&ours_f32, &torch_f32);
+        let bf16_gap = logprob_distance(&ours_bf16, &torch_bf16);
+        let torch_own = logprob_distance(&torch_bf16, &torch_f32);
+        println!(
+            "{arch}: mean |Δ logprob| hspi f32 vs PyTorch f32 {:.2e} (greedy {}/8), hspi bf16 vs \
+             PyTorch bf16 {:.2e} ({}/8), PyTorch bf16 vs its f32 {:.2e} ({}/8); relative error \
+             f32 {:.2e}",
+            f32_gap.0,
+            f32_gap.1,
+            bf16_gap.0,
+            bf16_gap.1,
+            torch_own.0,
+            torch_own.1,
+            relative_error(&ours_f32, &torch_f32)
+        );
+        assert!(
+            f32_gap.0 < 1e-4 && f32_gap.1 == 8,
+            "{arch}: hspi's f32 pass is not PyTorch's model: {f32_gap:?}"
+        );
+    }
+}

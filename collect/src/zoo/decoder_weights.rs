@@ -138,35 +138,6 @@ fn checkpoint_norm(w: &mut [f32]) {
     w.iter_mut().for_each(|v| *v -= 1.0);
 }
 
-/// Refuse a model the llama-only CUDA pass would compute wrongly: another family, rotary scaling
-/// (Llama 3's `rope_freqs`, `rope_scaling: llama3`, linear), or a head width of its own. Such a model
-/// runs on the all-positions pass (llama.cpp's formats) and the served path (the market's).
-pub fn llama_only(config: &ModelConfig, rope_scaled: bool, path: &Path, pass: &str) -> Result<()> {
-    let refusal = if config.architecture.family != "llama" {
-        Some(format!("it is a {} model", config.arch))
-    } else if rope_scaled {
-        Some("its rotary frequencies are scaled (Llama 3's or linearly)".to_string())
-    } else if config.head_dim * config.heads != config.hidden {
-        Some(format!(
-            "its heads are {} wide, not hidden / heads",
-            config.head_dim
-        ))
-    } else {
-        None
-    };
-    match refusal {
-        Some(why) => Err(CollectError::BadWeights {
-            model: format!("a {} model", config.arch),
-            path: path.into(),
-            reason: format!(
-                "{pass} computes plain llama models only and {why}; it runs at llama.cpp's \
-                 formats (f32 f16 q8_0 q4_0 q4_1 q6_k q5_k_m q4_k_m) and the market's"
-            ),
-        }),
-        None => Ok(()),
-    }
-}
-
 /// Refuse what the served path does not compute: a mixture of experts (vLLM's fused-MoE
 /// kernels' numerics are not reproduced).
 fn served(config: &ModelConfig, path: &Path) -> Result<()> {

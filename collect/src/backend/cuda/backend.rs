@@ -11,7 +11,7 @@ use crate::zoo::{ImageModel, Model, ModelId};
 pub struct Cuda;
 
 const TINY_LM: &str =
-    "the GPU backend runs image models and GGUF llama models (smollm2), not tiny-lm";
+    "the GPU backend runs image models and decoder language models of the dense families (a GGUF file or a checkpoint), not tiny-lm";
 
 impl Backend for Cuda {
     fn name(&self) -> &'static str {

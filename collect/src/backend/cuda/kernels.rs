@@ -1,5 +1,5 @@
-//! The kernels (`kernels.cu`, and `llama.cu` for transformers), compiled by NVRTC for the GPU
-//! at hand, and typed launchers for the image models' (the transformer's are in `llama.rs`). FMA contraction is off: none of these kernels multiplies, and the flag
+//! The kernels (`kernels.cu`, and `decoder.cu` for decoder language models), compiled by NVRTC for the GPU
+//! at hand, and typed launchers for the image models' (the decoders' are in `decoder.rs`). FMA contraction is off: none of these kernels multiplies, and the flag
 //! keeps it so if one ever does.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use super::cuda_err;
 use crate::error::{CollectError, Result};
 
-const SOURCE: &str = concat!(include_str!("kernels.cu"), include_str!("llama.cu"));
+const SOURCE: &str = concat!(include_str!("kernels.cu"), include_str!("decoder.cu"));
 
 /// How values are stored between layers; the numbers match `STORE_*` in kernels.cu.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

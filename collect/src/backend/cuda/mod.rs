@@ -1,13 +1,13 @@
 //! NVIDIA GPUs through cudarc, loaded at run time (builds without a CUDA toolkit): which GPUs are
 //! here, what they are (the provenance that goes into every platform and session), and the
-//! platforms hspi runs on them. The image backend is in `image.rs`, the language-model backend in
-//! `llama.rs`, the cuBLAS call in `gemm.rs`, the NVRTC kernels in `kernels.rs`.
+//! platforms hspi runs on them. The image backend is in `image.rs`, the decoder language models' in
+//! `decoder.rs`, the cuBLAS call in `gemm.rs`, the NVRTC kernels in `kernels.rs`.
 
 mod backend;
+mod decoder;
 mod gemm;
 mod image;
 mod kernels;
-mod llama;
 
 use std::sync::Arc;
 
@@ -20,8 +20,8 @@ use hspi_datasets::{
 };
 
 pub use backend::Cuda;
+use decoder::CudaLm;
 use image::CudaImage;
-use llama::CudaLm;
 
 use crate::error::{CollectError, Result};
 

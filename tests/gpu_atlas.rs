@@ -77,3 +77,81 @@ fn smollm2_gpu_platforms_stand_apart_from_candle_on_the_cpu() {
     let eqcs = eqcs_with_local("smollm2-h100-bs1", "smollm2", "default");
     assert_gpu_classes_apart(&eqcs, 5, 5);
 }
+
+/// Every dense family's tiny model on an NVIDIA H200 (`families-h200-bs1/`, collected by
+/// collect/tests/cuda.rs from the models committed beside the records): the records are intact
+/// and name the GPU and the weights; each family's five GPU precisions are five classes apart
+/// from hspi's CPU formats on the same probes; the H200's f32 answers are hspi's CPU F32 pass's
+/// within 1e-6 (relative error over all logits).
+#[test]
+fn every_dense_familys_gpu_answers_stand_apart_and_its_f32_is_the_cpus() {
+    let root = atlas("families-h200-bs1");
+    let isa = format!("cpu-{}", hspi_datasets::provenance::isa_path());
+    let cpu = ["f32", "f16", "q8_0", "bf16"]
+        .map(|f| format!("{isa}/candle-0.11.1/{f}/bs1"))
+        .join(",");
+    let tmp = tempfile::tempdir().unwrap();
+    for arch in ["llama-plain", "llama", "qwen2", "qwen3", "gemma3"] {
+        let gpu = root.join(arch);
+        let weights = root.join("models").join(format!("{arch}.gguf"));
+        let r = run(&["dataset", "verify", gpu.to_str().unwrap()]);
+        assert_eq!(r.code, 0, "{arch}: {}", r.stderr);
+        let dataset = Dataset::open(&gpu).unwrap();
+        assert_eq!(
+            dataset.manifest.sessions[0].provenance.gpus[0].name,
+            "NVIDIA H200"
+        );
+        let sha = hspi_collect::zoo::weights_sha256(&weights).unwrap();
+        assert_eq!(dataset.manifest.model.weights_sha256, sha, "{arch}");
+        let local = tmp.path().join(arch);
+        let r = run(&[
+            "collect",
+            "--model",
+            &format!("tiny-{arch}"),
+            "--weights",
+            weights.to_str().unwrap(),
+            "--probes",
+            gpu.join("probes.json").to_str().unwrap(),
+            "--platforms",
+            &cpu,
+            "--out",
+            local.to_str().unwrap(),
+        ]);
+        assert_eq!(r.code, 0, "{arch}: {}", r.stderr);
+        let eqcs = eqcs(&[&gpu, &local]);
+        assert_gpu_classes_apart(&eqcs, 5, 5);
+        let f32_logits = |dir: &std::path::Path, prefix: &str| -> Vec<(String, Vec<f32>)> {
+            let mut out: Vec<(String, Vec<f32>)> = Dataset::open(dir)
+                .unwrap()
+                .records()
+                .unwrap()
+                .into_iter()
+                .filter(|r| {
+                    let p = r.platform.as_ref().unwrap().to_string();
+                    p.starts_with(prefix) && p.ends_with("/f32/bs1")
+                })
+                .map(|r| match r.outputs {
+                    hspi_datasets::Outputs::Logits { values } => (r.probe_id, values.to_f32()),
+                    other => panic!("{arch}: not logits: {other:?}"),
+                })
+                .collect();
+            out.sort_by(|a, b| a.0.cmp(&b.0));
+            out
+        };
+        let (h200, here) = (f32_logits(&gpu, "cuda-"), f32_logits(&local, "cpu-"));
+        assert_eq!(h200.len(), 8, "{arch}");
+        let (mut diff, mut norm) = (0f64, 0f64);
+        for ((p, g), (q, c)) in h200.iter().zip(&here) {
+            assert_eq!(p, q);
+            for (a, b) in g.iter().zip(c) {
+                diff += (*a as f64 - *b as f64).powi(2);
+                norm += (*b as f64).powi(2);
+            }
+        }
+        let relative = (diff / norm).sqrt();
+        assert!(
+            relative < 1e-6,
+            "{arch}: the H200's f32 is {relative:e} from the CPU's"
+        );
+    }
+}

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use hspi_collect::backend::emulated::PlanFile;
 use hspi_collect::session::{self, LocalSummary};
-use hspi_collect::{grid, Model, ModelId, Progress};
+use hspi_collect::{grid, Model, Progress};
 use hspi_datasets::OpenMode;
 
 use crate::error::AuditError;
@@ -29,7 +29,7 @@ pub fn collect_grid(
     c: GridCollection,
     progress: &dyn Progress,
 ) -> Result<LocalSummary, AuditError> {
-    let model = Model::load(ModelId::parse(c.model)?, c.weights)?;
+    let model = Model::named(c.model, c.weights)?;
     let plans = c.emulate.map(PlanFile::load).transpose()?;
     let platforms = match (&plans, c.platforms) {
         // `plans`: every platform the file reproduces.

@@ -2,7 +2,8 @@ use std::path::PathBuf;
 
 #[derive(Debug, Default, clap::Args)]
 pub struct Args {
-    /// Local: cnn-digits or tiny-lm (embedded), or smollm2 (after `hspi fetch smollm2`).
+    /// Local: cnn-digits or tiny-lm (embedded), smollm2 (after `hspi fetch smollm2`), or any
+    /// language model named with its --weights (a GGUF file or a checkpoint directory).
     /// With --endpoint: the model name to ask the endpoint for.
     #[arg(long, default_value = "cnn-digits")]
     pub model: String,

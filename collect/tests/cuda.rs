@@ -446,3 +446,64 @@ fn pytorch_on_the_same_gpu_agrees_with_the_cuda_pass() {
         );
     }
 }
+
+/// What the GPU computed for every dense family, kept as datasets: each tiny model (`tiny-ARCH`)
+/// at every cuBLAS precision at batch size 1 over 8 seeded prompts of 8 to 40 tokens, collected
+/// into `$HSPI_GPU_ATLAS_OUT/ARCH` (committed under datasets/atlas/, read by tests/gpu_atlas.rs on
+/// machines without a GPU).
+#[test]
+fn every_dense_family_is_collected_at_every_gpu_precision() {
+    use hspi_collect::session::{collect_local, LocalCollection};
+    use hspi_collect::{Model, NoProgress};
+    use hspi_datasets::{OpenMode, Probe, ProbeInput, ProbeProvenance, ProbeSet};
+    let out: std::path::PathBuf = std::env::var_os("HSPI_GPU_ATLAS_OUT")
+        .map(Into::into)
+        .expect("HSPI_GPU_ATLAS_OUT names where the families' GPU datasets go");
+    let mut rng = ChaCha8Rng::seed_from_u64(46);
+    let probes = ProbeSet {
+        generator: "random-tokens".into(),
+        seed: 46,
+        probes: (0..8u64)
+            .map(|index| {
+                let len = rng.random_range(8..=40);
+                let ids = (0..len).map(|_| rng.random_range(0..1024u32)).collect();
+                Probe::new(
+                    ProbeInput::Tokens { ids },
+                    ProbeProvenance {
+                        generator: "random-tokens".into(),
+                        seed: 46,
+                        index,
+                    },
+                )
+            })
+            .collect(),
+    };
+    let bs1: Vec<Platform> = platforms()
+        .into_iter()
+        .filter(|p| p.batch_size == 1)
+        .collect();
+    assert_eq!(bs1.len(), 5);
+    for arch in DENSE {
+        let model = Model::language_model(
+            &format!("tiny-{arch}"),
+            &tiny_models().join(format!("{arch}.gguf")),
+        )
+        .unwrap();
+        let summary = collect_local(
+            LocalCollection {
+                model: &model,
+                platforms: &bs1,
+                probes: &probes,
+                out: &out.join(arch),
+                mode: OpenMode::Force,
+                command:
+                    "collect/tests/cuda.rs every_dense_family_is_collected_at_every_gpu_precision",
+                emulate: None,
+            },
+            &NoProgress,
+        )
+        .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert_eq!(summary.written, 5 * 8, "{arch}");
+        println!("{arch}: {summary}");
+    }
+}

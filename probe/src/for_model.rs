@@ -8,9 +8,15 @@ use hspi_datasets::{ProbeInput, ProbeSet};
 
 use crate::error::ProbeError;
 
-/// Token ids drawn for random language-model probes, and their length.
-const LM_VOCAB: u32 = 49152;
+/// SmolLM2's vocabulary, from which its random probes are drawn without reading its weights.
+const SMOLLM2_VOCAB: u32 = 49152;
+/// The length of a random language-model probe.
 const LM_PROBE_TOKENS: usize = 12;
+
+/// A language model's vocabulary size.
+fn vocab(model: &Model) -> Result<u32, ProbeError> {
+    Ok(model.vocab()?.unwrap_or_default() as u32)
+}
 
 /// `spec` is a count of seeded random probes or the path of a probe-set file.
 pub fn for_model(model: &Model, spec: &str, seed: u64) -> Result<ProbeSet, ProbeError> {
@@ -18,19 +24,16 @@ pub fn for_model(model: &Model, spec: &str, seed: u64) -> Result<ProbeSet, Probe
         Ok(0) => return Err(ProbeError::NoProbes),
         Ok(n) => match model {
             Model::Image(m) => crate::random_images(seed, n, m.input_shape),
-            Model::Lm { .. } => crate::random_tokens(seed, n, LM_VOCAB, LM_PROBE_TOKENS),
-            Model::Tiny(lm) => {
-                crate::random_tokens(seed, n, lm.vocab.len() as u32, LM_PROBE_TOKENS)
-            }
+            lm => crate::random_tokens(seed, n, vocab(lm)?, LM_PROBE_TOKENS),
         },
         Err(_) => crate::read_probe_set(Path::new(spec))?,
     };
     for p in &set.probes {
         let fits = match (&p.input, model) {
             (ProbeInput::Image { pixels, .. }, Model::Image(m)) => pixels.len() == m.input_len(),
-            (ProbeInput::Tokens { ids }, Model::Lm { .. }) => !ids.is_empty(),
-            (ProbeInput::Tokens { ids }, Model::Tiny(lm)) => {
-                !ids.is_empty() && ids.iter().all(|i| (*i as usize) < lm.vocab.len())
+            (ProbeInput::Tokens { ids }, Model::Lm { .. } | Model::Tiny(_)) => {
+                let vocab = vocab(model)?;
+                !ids.is_empty() && ids.iter().all(|i| *i < vocab)
             }
             _ => false,
         };
@@ -64,7 +67,12 @@ pub fn prompts_for(
 /// weights.
 pub fn random_for(id: ModelId, count: usize, seed: u64) -> Result<ProbeSet, ProbeError> {
     match id {
-        ModelId::SmolLm2 => Ok(crate::random_tokens(seed, count, LM_VOCAB, LM_PROBE_TOKENS)),
+        ModelId::SmolLm2 => Ok(crate::random_tokens(
+            seed,
+            count,
+            SMOLLM2_VOCAB,
+            LM_PROBE_TOKENS,
+        )),
         _ => for_model(&Model::load(id, None)?, &count.to_string(), seed),
     }
 }

@@ -107,6 +107,32 @@ impl Model {
         Ok(Model::Lm { path, info })
     }
 
+    /// A zoo model by its name (`weights` replacing its own), or any language model the user
+    /// names with its weights.
+    pub fn named(name: &str, weights: Option<&Path>) -> Result<Model> {
+        match (ModelId::parse(name), weights) {
+            (Ok(id), _) => Model::load(id, weights),
+            (Err(_), Some(weights)) => Model::language_model(name, weights),
+            (Err(CollectError::UnknownModel { name, known }), None) => {
+                Err(CollectError::UnknownModel {
+                    name,
+                    known: format!("{known}, or any language model named with its --weights"),
+                })
+            }
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    /// How many tokens a language model knows (its token embeddings' rows); None for an image
+    /// model.
+    pub fn vocab(&self) -> Result<Option<usize>> {
+        match self {
+            Model::Image(_) => Ok(None),
+            Model::Lm { path, .. } => Ok(Some(model_config::ModelConfig::of_weights(path)?.vocab)),
+            Model::Tiny(lm) => Ok(Some(lm.vocab.len())),
+        }
+    }
+
     /// Which zoo model this is (weights loaded from a file keep their model's id).
     pub fn id(&self) -> ModelId {
         match self {

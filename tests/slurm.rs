@@ -363,6 +363,9 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
     assert!(r.stderr.contains("no job 2 (it has 2)"), "{}", r.stderr);
 }
 
+/// hspi's formats one task each, and an engine a task starts for itself (a llama-server serving
+/// Q8_0, as vLLM on a GPU node would serve its format): every task's references equal those
+/// computed on one machine, bit for bit, and the engine is stopped when its task ends.
 #[test]
 fn fresh_references_as_a_slurm_array_equal_the_one_machine_ones() {
     let tmp = tempfile::tempdir().unwrap();
@@ -377,6 +380,12 @@ fn fresh_references_as_a_slurm_array_equal_the_one_machine_ones() {
     let cluster = Cluster::up(&tmp.path().join("slurm"));
     let out = tmp.path().join("references");
     let script = tmp.path().join("references.sbatch");
+    let q8_0 = llama::build("avx2").platform("q8_0");
+    let engine = format!(
+        "{q8_0}={} -m {} --host 127.0.0.1 --port {{port}} -t 2 -c 2048",
+        llama::server_bin("avx2").display(),
+        llama::gguf("Q8_0").display()
+    );
     ok(&[
         "dataset",
         "references-slurm",
@@ -385,6 +394,12 @@ fn fresh_references_as_a_slurm_array_equal_the_one_machine_ones() {
         weights.to_str().unwrap(),
         "--formats",
         "f16,q8_0",
+        "--engine",
+        &engine,
+        "--engine-api",
+        "llama-server",
+        "--engine-wait",
+        "60",
         "--out",
         out.to_str().unwrap(),
         "--hspi",
@@ -394,7 +409,33 @@ fn fresh_references_as_a_slurm_array_equal_the_one_machine_ones() {
         "--script",
         script.to_str().unwrap(),
     ]);
-    cluster.run_tasks(&script, 2, &out.join("logs/references-{}.log"));
+    cluster.run_tasks(&script, 3, &out.join("logs/references-{}.log"));
+    // The engine the task started is gone with it: its port answers no more.
+    let port = 18000 + 2;
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the task's llama-server still listens on {port}"
+    );
+    // The engine's references equal the same engine's asked from one machine.
+    let server = llama::start("avx2", "Q8_0");
+    let single = tmp.path().join("one-machine-engine");
+    ok(&[
+        "dataset",
+        "references",
+        answers.to_str().unwrap(),
+        "--weights",
+        weights.to_str().unwrap(),
+        "--reference-server",
+        &format!("{}={q8_0}", server.url),
+        "--out",
+        single.to_str().unwrap(),
+    ]);
+    ok(&[
+        "dataset",
+        "diff",
+        single.to_str().unwrap(),
+        out.join(q8_0.replace('/', "_")).to_str().unwrap(),
+    ]);
     // Each task's references equal those computed on one machine, bit for bit.
     for format in ["f16", "q8_0"] {
         let single = tmp.path().join(format!("one-machine-{format}"));

@@ -32,7 +32,10 @@ pub use endpoint::{
 };
 pub use error::AuditError;
 pub use evaluate::{evaluate_datasets, EvalOptions};
-pub use forced_references::{forced_references, references_slurm_script, ForcedReferences};
+pub use forced_references::{
+    forced_references, references_slurm_script, EngineApi, ForcedReferences, TaskEngine,
+    TaskEngines,
+};
 pub use identify::identify_datasets;
 pub use pack_audit::{
     audit_with_pack, check_model, FreshPrompts, PackAudit, DEFAULT_DRAW, FRESH_REFERENCES,

@@ -230,17 +230,7 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
                 false => Vec::new(),
             };
             let key_env = fresh.endpoint_key_env.as_deref();
-            let servers = fresh
-                .servers
-                .iter()
-                .map(|s| ReferenceEngine::llama_server(s))
-                .chain(
-                    fresh
-                        .endpoints
-                        .iter()
-                        .map(|e| ReferenceEngine::endpoint(e, key_env)),
-                )
-                .collect::<Result<Vec<_>, _>>()?;
+            let servers = ReferenceEngine::named(&fresh.servers, &fresh.endpoints, key_env)?;
             let computed: Vec<String> = formats
                 .iter()
                 .map(ToString::to_string)

@@ -37,35 +37,8 @@ pub struct Args {
         help_heading = "Pack and prompts"
     )]
     pub fresh_formats: Vec<FreshFormat>,
-    /// With --weights: a llama-server to compute references too, written URL=PLATFORM (the
-    /// platform it runs, e.g. http://127.0.0.1:8081=cpu-avx2/llamacpp-11434/f16/bs1;
-    /// repeatable). Where it is the provider's engine, its references are bit for bit.
-    #[arg(
-        long,
-        value_name = "URL=PLATFORM",
-        requires = "weights",
-        help_heading = "Pack and prompts"
-    )]
-    pub reference_server: Vec<String>,
-    /// With --weights: an engine you run, scoring the provider's tokens through its completions
-    /// endpoint with prompt logprobs (vLLM's: one request per answer), written URL=PLATFORM
-    /// (e.g. http://127.0.0.1:8000=cpu-avx2/vllm-0.32.0/f32/bs1; repeatable). The platform is
-    /// taken on your word and named in the report.
-    #[arg(
-        long,
-        value_name = "URL=PLATFORM",
-        requires = "weights",
-        help_heading = "Pack and prompts"
-    )]
-    pub reference_endpoint: Vec<String>,
-    /// Environment variable holding the reference endpoints' API key.
-    #[arg(
-        long,
-        value_name = "VAR",
-        requires = "reference_endpoint",
-        help_heading = "Pack and prompts"
-    )]
-    pub reference_key_env: Option<String>,
+    #[command(flatten, next_help_heading = "Pack and prompts")]
+    pub engines: crate::reference_engines::ReferenceEngineArgs,
     /// With --weights: hold every format's engine between answers (`resident`: quickest, memory
     /// the sum of the formats), or make each per answer from files kept on disk (`per-answer`:
     /// memory about twice the largest format, each answer pays the reloads); `auto` holds them

@@ -46,6 +46,12 @@ pub enum Command {
         /// --fresh-memory`).
         #[arg(long, value_name = "auto|resident|per-answer", default_value = "auto")]
         memory: hspi_collect::residency::Residency,
+        #[command(flatten)]
+        engines: crate::reference_engines::ReferenceEngineArgs,
+        /// Seconds to wait for the reference engines to answer their health check (an engine
+        /// started just before, still loading its model).
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        engine_wait: u64,
     },
     /// Write an sbatch array computing `dataset references` one format per task, each into
     /// OUT/FORMAT (logs in OUT/logs): the fresh references of a large model's answers on a
@@ -62,6 +68,8 @@ pub enum Command {
         /// Ask a GPU for each task.
         #[arg(long)]
         gpus: bool,
+        #[command(flatten)]
+        engines: TaskEngineArgs,
         /// The script to write.
         #[arg(long)]
         script: PathBuf,
@@ -86,7 +94,57 @@ pub struct ForcedArgs {
     /// The model's weights (a GGUF file or a checkpoint directory, as the nodes see it).
     #[arg(long)]
     pub weights: PathBuf,
-    /// The formats (comma-separated: f16,q8_0,q4_0,f16+kv-q8_0, …).
-    #[arg(long, value_delimiter = ',', required = true)]
+    /// hspi's formats (comma-separated: f16,q8_0,q4_0,f16+kv-q8_0, …); none where engines you
+    /// run compute every reference.
+    #[arg(long, value_delimiter = ',')]
     pub formats: Vec<hspi_datasets::NumericFormat>,
+}
+
+/// The engines a references array's tasks start for themselves.
+#[derive(Debug, clap::Args)]
+pub struct TaskEngineArgs {
+    /// An engine a task starts for itself and computes references with, written
+    /// PLATFORM=COMMAND: COMMAND serves the model on the port `{port}` stands for (e.g.
+    /// 'cpu-avx2/vllm-0.32.0/f32/bs1=vllm serve MODEL --port {port} --dtype float32'); the
+    /// platform is taken on your word. One task each, after the formats' (repeatable).
+    #[arg(long = "engine", value_name = "PLATFORM=COMMAND")]
+    pub engines: Vec<hspi_audit::TaskEngine>,
+    /// How the tasks ask their engines: `completions` (vLLM's, prompt logprobs) or
+    /// `llama-server`.
+    #[arg(long, value_enum, default_value = "completions")]
+    pub engine_api: EngineApiArg,
+    /// Seconds a task waits for its engine to load and answer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 900)]
+    pub engine_wait: u64,
+    /// The port of the array's first task; each task's engine listens on this plus the
+    /// task's index.
+    #[arg(long, default_value_t = 18000)]
+    pub engine_port: u16,
+}
+
+impl TaskEngineArgs {
+    pub fn task_engines(self) -> hspi_audit::TaskEngines {
+        hspi_audit::TaskEngines {
+            engines: self.engines,
+            api: self.engine_api.into(),
+            wait: std::time::Duration::from_secs(self.engine_wait),
+            first_port: self.engine_port,
+        }
+    }
+}
+
+/// `--engine-api`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum EngineApiArg {
+    Completions,
+    LlamaServer,
+}
+
+impl From<EngineApiArg> for hspi_audit::EngineApi {
+    fn from(a: EngineApiArg) -> hspi_audit::EngineApi {
+        match a {
+            EngineApiArg::Completions => hspi_audit::EngineApi::Completions,
+            EngineApiArg::LlamaServer => hspi_audit::EngineApi::LlamaServer,
+        }
+    }
 }

@@ -18,6 +18,7 @@ pub mod identify;
 pub mod pack;
 pub mod platforms;
 pub mod probe;
+pub mod reference_engines;
 pub mod report;
 pub mod serve;
 pub mod train;

@@ -45,9 +45,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     })
                     .collect(),
                 local: !a.fresh_formats.contains(&FreshFormat::None),
-                servers: a.reference_server.clone(),
-                endpoints: a.reference_endpoint.clone(),
-                endpoint_key_env: a.reference_key_env.clone(),
+                servers: a.engines.reference_server.clone(),
+                endpoints: a.engines.reference_endpoint.clone(),
+                endpoint_key_env: a.engines.reference_key_env.clone(),
                 residency: a.fresh_memory,
                 context: a.fresh_context,
             }),

@@ -20,13 +20,16 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             out,
             force,
             memory,
+            engines,
+            engine_wait,
         } => {
             let command = hspi_cli::command_line();
             let written = hspi_audit::forced_references(hspi_audit::ForcedReferences {
                 answers: &forced.answers,
                 weights: &forced.weights,
                 formats: forced.formats,
-                servers: Vec::new(),
+                servers: engines.engines()?,
+                engine_wait: std::time::Duration::from_secs(engine_wait),
                 out: &out,
                 mode: hspi_datasets::OpenMode::from_flags(false, force),
                 residency: memory,
@@ -42,12 +45,14 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             out,
             slurm,
             gpus,
+            engines,
             script,
         } => {
             let o = super::atlas::slurm_options(slurm)?;
             let f = &forced;
+            let engines = engines.task_engines();
             let text = hspi_audit::references_slurm_script(
-                &f.answers, &f.weights, &f.formats, &out, &o, gpus,
+                &f.answers, &f.weights, &f.formats, &engines, &out, &o, gpus,
             )?;
             let logs = out.join("logs");
             std::fs::create_dir_all(&logs)

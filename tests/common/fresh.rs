@@ -101,6 +101,7 @@ pub fn references_of(
         weights,
         formats: formats.to_vec(),
         servers,
+        engine_wait: std::time::Duration::ZERO,
         out: refs,
         mode: OpenMode::Create,
         residency: hspi_collect::residency::Residency::Resident,

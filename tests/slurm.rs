@@ -410,11 +410,19 @@ fn fresh_references_as_a_slurm_array_equal_the_one_machine_ones() {
         script.to_str().unwrap(),
     ]);
     cluster.run_tasks(&script, 3, &out.join("logs/references-{}.log"));
-    // The engine the task started is gone with it: its port answers no more.
-    let port = 18000 + 2;
+    // The engine the task started is gone with it.
+    let pattern = format!(
+        "-m {} --host 127.0.0.1 --port",
+        llama::gguf("Q8_0").display()
+    );
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &pattern])
+        .output()
+        .unwrap();
     assert!(
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
-        "the task's llama-server still listens on {port}"
+        left.stdout.is_empty(),
+        "the task's llama-server is still running: {}",
+        String::from_utf8_lossy(&left.stdout)
     );
     // The engine's references equal the same engine's asked from one machine.
     let server = llama::start("avx2", "Q8_0");

@@ -23,8 +23,6 @@ pub enum AuditError {
         source: std::io::Error,
     },
     // The user's faults, one variant each (`hint:` lines where a next step helps).
-    #[error("--engine {spec}: {reason}\nhint: --engine 'PLATFORM=COMMAND', the command serving the model on the port {{port}} stands for, e.g. 'cpu-avx2/vllm-0.32.0/f32/bs1=vllm serve MODEL --port {{port}} --dtype float32'")]
-    BadEngine { spec: String, reason: String },
     #[error("references-slurm: no --formats and no --engine: the array would have no task")]
     NoReferenceTasks,
     #[error("hspi audit needs --pack DIR, --model NAME (to use its installed pack), or --classifier FILE --references DIRS\nhint: `hspi pack list` shows the installed packs")]

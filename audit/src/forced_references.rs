@@ -8,8 +8,9 @@ use std::path::Path;
 use hspi_collect::atlas::slurm::{self, SlurmOptions};
 use hspi_collect::residency::Residency;
 use hspi_collect::session::ForcedSession;
+use hspi_collect::started_engine::{EngineCommand, StartedEngine};
 use hspi_collect::teacher_forced::{ForcedEngines, ReferenceEngine};
-use hspi_datasets::{Dataset, NumericFormat, OpenMode, Platform};
+use hspi_datasets::{Dataset, NumericFormat, OpenMode};
 
 use crate::error::AuditError;
 
@@ -20,7 +21,10 @@ pub struct ForcedReferences<'a> {
     pub formats: Vec<NumericFormat>,
     /// Engines the user runs computing references too (`audit --reference-server`, …).
     pub servers: Vec<ReferenceEngine>,
-    /// How long each engine may take to answer its first health check.
+    /// Engines started here for this run (`--engine`), asked through `engine_api`, each given
+    /// `engine_wait` to answer; stopped when the references are written.
+    pub started: Vec<EngineCommand>,
+    pub engine_api: EngineApi,
     pub engine_wait: std::time::Duration,
     pub out: &'a Path,
     pub mode: OpenMode,
@@ -32,8 +36,12 @@ pub struct ForcedReferences<'a> {
 /// The references, written as each answer's come (an interrupted run keeps those it made);
 /// returns how many records were written.
 pub fn forced_references(mut job: ForcedReferences) -> Result<usize, AuditError> {
-    for engine in &mut job.servers {
-        engine.wait_until_ready(job.engine_wait)?;
+    // Held until the references are written: dropping one stops its engine.
+    let mut running = Vec::with_capacity(job.started.len());
+    for e in &job.started {
+        let engine = StartedEngine::start(e, job.engine_wait)?;
+        job.servers.push(job.engine_api.reference(&engine)?);
+        running.push(engine);
     }
     let answers = Dataset::open(job.answers)?;
     let probes = answers.probe_set()?;
@@ -53,46 +61,7 @@ pub fn forced_references(mut job: ForcedReferences) -> Result<usize, AuditError>
     Ok(written)
 }
 
-/// An engine an array task starts for itself: the platform it runs (taken on the user's word,
-/// named in the references), and the shell command serving the model on the port `{port}`
-/// stands for. Written `PLATFORM=COMMAND`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskEngine {
-    pub platform: Platform,
-    pub command: String,
-}
-
-impl std::str::FromStr for TaskEngine {
-    type Err = AuditError;
-
-    fn from_str(s: &str) -> Result<TaskEngine, AuditError> {
-        let bad = |reason: &str| AuditError::BadEngine {
-            spec: s.to_string(),
-            reason: reason.to_string(),
-        };
-        let (platform, command) = s
-            .split_once('=')
-            .ok_or_else(|| bad("it is not PLATFORM=COMMAND"))?;
-        let platform = platform
-            .trim()
-            .parse()
-            .map_err(|e: hspi_datasets::PlatformParseError| bad(&e.to_string()))?;
-        if !command.contains(PORT) {
-            return Err(bad(
-                "the command names no {port}: each task's engine listens on a port of its own",
-            ));
-        }
-        Ok(TaskEngine {
-            platform,
-            command: command.trim().to_string(),
-        })
-    }
-}
-
-/// What stands for a task's port in an engine's command.
-const PORT: &str = "{port}";
-
-/// How an array task asks the engine it started.
+/// How an engine hspi started is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineApi {
     /// Completions with prompt logprobs, one request per answer (vLLM's; `--reference-endpoint`).
@@ -102,21 +71,29 @@ pub enum EngineApi {
 }
 
 impl EngineApi {
-    fn flag(self) -> &'static str {
+    /// Its `--engine-api` word.
+    fn word(self) -> &'static str {
         match self {
-            EngineApi::Completions => "--reference-endpoint",
-            EngineApi::LlamaServer => "--reference-server",
+            EngineApi::Completions => "completions",
+            EngineApi::LlamaServer => "llama-server",
         }
+    }
+
+    /// The started `engine` as a reference engine of its platform.
+    fn reference(self, engine: &StartedEngine) -> Result<ReferenceEngine, AuditError> {
+        let spec = format!("{}={}", engine.url, engine.platform);
+        Ok(match self {
+            EngineApi::Completions => ReferenceEngine::endpoint(&spec, None)?,
+            EngineApi::LlamaServer => ReferenceEngine::llama_server(&spec)?,
+        })
     }
 }
 
-/// The engines an array's tasks start, how they are asked, how long each may take to load, and
-/// the port of the array's first task (each task listens on that plus its index).
+/// The engines an array's tasks start, how they are asked and how long each may take to load.
 pub struct TaskEngines {
-    pub engines: Vec<TaskEngine>,
+    pub engines: Vec<EngineCommand>,
     pub api: EngineApi,
     pub wait: std::time::Duration,
-    pub first_port: u16,
 }
 
 /// A word as one shell word, single-quoted.
@@ -125,9 +102,9 @@ fn shell_word(s: &str) -> String {
 }
 
 /// An sbatch array computing the references of `answers`: one task per format of hspi's, each
-/// into `out/FORMAT`, then one task per engine the user names, each starting that engine on its
-/// own port, waiting for it, computing its references into `out/PLATFORM-SLUG` and stopping it
-/// (`logs/` beside them, which the caller makes): the same command on a cluster's nodes, its
+/// into `out/FORMAT`, then one task per engine the user names, each starting that engine,
+/// computing its references into `out/PLATFORM-SLUG` and stopping it (`dataset references
+/// --engine`; `logs/` beside them, which the caller makes): the same command on a cluster's nodes, its
 /// results weighed together with `hspi verify ANSWERS --references out/*`.
 pub fn references_slurm_script(
     answers: &Path,
@@ -163,18 +140,20 @@ pub fn references_slurm_script(
             e.command
         ));
     }
-    let words = |f: &dyn Fn(&TaskEngine) -> String| -> String {
-        let w: Vec<String> = engines.engines.iter().map(|e| shell_word(&f(e))).collect();
-        w.join(" ")
-    };
     s.push_str("set -euo pipefail\n");
     s.push_str(&format!("formats=({})\n", names.join(" ")));
-    s.push_str(&format!(
-        "platforms=({})\n",
-        words(&|e| e.platform.to_string())
-    ));
-    s.push_str(&format!("slugs=({})\n", words(&|e| e.platform.slug())));
-    s.push_str(&format!("commands=({})\n", words(&|e| e.command.clone())));
+    let engine_words: Vec<String> = engines
+        .engines
+        .iter()
+        .map(|e| shell_word(&e.to_string()))
+        .collect();
+    s.push_str(&format!("engines=({})\n", engine_words.join(" ")));
+    let slugs: Vec<String> = engines
+        .engines
+        .iter()
+        .map(|e| shell_word(&e.platform.slug()))
+        .collect();
+    s.push_str(&format!("slugs=({})\n", slugs.join(" ")));
     let references = format!(
         "\"{}\" dataset references \"{}\" --weights \"{}\"",
         o.hspi,
@@ -190,17 +169,9 @@ pub fn references_slurm_script(
     ));
     s.push_str("fi\n");
     s.push_str("e=$((task - ${#formats[@]}))\n");
-    s.push_str(&format!("port=$(({} + task))\n", engines.first_port));
-    // Job control gives the engine a process group of its own, stopped whole on exit.
-    s.push_str("set -m\n");
-    s.push_str("bash -c \"${commands[$e]//\\{port\\}/$port}\" &\n");
-    s.push_str("engine=$!\n");
-    s.push_str(
-        "trap 'kill -- -$engine 2>/dev/null || true; wait $engine 2>/dev/null || true' EXIT\n",
-    );
     s.push_str(&format!(
-        "{references} {} \"http://127.0.0.1:$port=${{platforms[$e]}}\" --engine-wait {} --out \"{}/${{slugs[$e]}}\" --force\n",
-        engines.api.flag(),
+        "exec {references} --engine \"${{engines[$e]}}\" --engine-api {} --engine-wait {} --out \"{}/${{slugs[$e]}}\" --force\n",
+        engines.api.word(),
         engines.wait.as_secs(),
         out.display()
     ));
@@ -210,27 +181,6 @@ pub fn references_slurm_script(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_engine_is_a_platform_and_a_command_listening_on_its_port() {
-        let e: TaskEngine =
-            "cpu-avx2/vllm-0.32.0/f32/bs1=vllm serve m --port {port} --dtype float32"
-                .parse()
-                .unwrap();
-        assert_eq!(e.platform.to_string(), "cpu-avx2/vllm-0.32.0/f32/bs1");
-        assert_eq!(e.command, "vllm serve m --port {port} --dtype float32");
-        let no_port = "cpu-avx2/vllm-0.32.0/f32/bs1=vllm serve m"
-            .parse::<TaskEngine>()
-            .unwrap_err();
-        assert!(no_port.to_string().contains("{port}"), "{no_port}");
-        let no_platform = "vllm serve m --port {port}"
-            .parse::<TaskEngine>()
-            .unwrap_err();
-        assert!(
-            no_platform.to_string().contains("PLATFORM=COMMAND"),
-            "{no_platform}"
-        );
-    }
 
     #[test]
     fn a_quote_in_a_command_stays_one_shell_word() {

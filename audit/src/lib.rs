@@ -33,8 +33,7 @@ pub use endpoint::{
 pub use error::AuditError;
 pub use evaluate::{evaluate_datasets, EvalOptions};
 pub use forced_references::{
-    forced_references, references_slurm_script, EngineApi, ForcedReferences, TaskEngine,
-    TaskEngines,
+    forced_references, references_slurm_script, EngineApi, ForcedReferences, TaskEngines,
 };
 pub use identify::identify_datasets;
 pub use pack_audit::{

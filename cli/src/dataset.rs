@@ -48,10 +48,8 @@ pub enum Command {
         memory: hspi_collect::residency::Residency,
         #[command(flatten)]
         engines: crate::reference_engines::ReferenceEngineArgs,
-        /// Seconds to wait for the reference engines to answer their health check (an engine
-        /// started just before, still loading its model).
-        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
-        engine_wait: u64,
+        #[command(flatten)]
+        started: StartedEngineArgs,
     },
     /// Write an sbatch array computing `dataset references` one format per task, each into
     /// OUT/FORMAT (logs in OUT/logs): the fresh references of a large model's answers on a
@@ -69,7 +67,7 @@ pub enum Command {
         #[arg(long)]
         gpus: bool,
         #[command(flatten)]
-        engines: TaskEngineArgs,
+        engines: StartedEngineArgs,
         /// The script to write.
         #[arg(long)]
         script: PathBuf,
@@ -100,35 +98,29 @@ pub struct ForcedArgs {
     pub formats: Vec<hspi_datasets::NumericFormat>,
 }
 
-/// The engines a references array's tasks start for themselves.
+/// Engines hspi starts for itself and computes references with (one task each in an array).
 #[derive(Debug, clap::Args)]
-pub struct TaskEngineArgs {
-    /// An engine a task starts for itself and computes references with, written
-    /// PLATFORM=COMMAND: COMMAND serves the model on the port `{port}` stands for (e.g.
-    /// 'cpu-avx2/vllm-0.32.0/f32/bs1=vllm serve MODEL --port {port} --dtype float32'); the
-    /// platform is taken on your word. One task each, after the formats' (repeatable).
+pub struct StartedEngineArgs {
+    /// An engine to start and compute references with, written PLATFORM=COMMAND: COMMAND serves
+    /// the model on the port `{port}` stands for (e.g. 'cpu-avx2/vllm-0.32.0/f32/bs1=vllm serve
+    /// MODEL --port {port} --dtype float32'); the platform is taken on your word. Started in a
+    /// process group of its own, stopped when its references are written (repeatable).
     #[arg(long = "engine", value_name = "PLATFORM=COMMAND")]
-    pub engines: Vec<hspi_audit::TaskEngine>,
-    /// How the tasks ask their engines: `completions` (vLLM's, prompt logprobs) or
-    /// `llama-server`.
+    pub engines: Vec<hspi_collect::started_engine::EngineCommand>,
+    /// How the engines are asked: `completions` (vLLM's, prompt logprobs) or `llama-server`.
     #[arg(long, value_enum, default_value = "completions")]
     pub engine_api: EngineApiArg,
-    /// Seconds a task waits for its engine to load and answer.
+    /// Seconds an engine may take to load and answer its /health.
     #[arg(long, value_name = "SECONDS", default_value_t = 900)]
     pub engine_wait: u64,
-    /// The port of the array's first task; each task's engine listens on this plus the
-    /// task's index.
-    #[arg(long, default_value_t = 18000)]
-    pub engine_port: u16,
 }
 
-impl TaskEngineArgs {
+impl StartedEngineArgs {
     pub fn task_engines(self) -> hspi_audit::TaskEngines {
         hspi_audit::TaskEngines {
             engines: self.engines,
             api: self.engine_api.into(),
             wait: std::time::Duration::from_secs(self.engine_wait),
-            first_port: self.engine_port,
         }
     }
 }

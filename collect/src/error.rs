@@ -96,6 +96,10 @@ pub enum CollectError {
     Llama { program: PathBuf, reason: String },
     #[error("--api-key-env {var}: the environment variable {var} is not set (the key is read from it, never from the command line)")]
     ApiKeyMissing { var: String },
+    #[error("--engine {spec}: {reason}\nhint: --engine 'PLATFORM=COMMAND', the command serving the model on the port {{port}} stands for, e.g. 'cpu-avx2/vllm-0.32.0/f32/bs1=vllm serve MODEL --port {{port}} --dtype float32'")]
+    BadEngine { spec: String, reason: String },
+    #[error("the engine `{command}` did not start: {reason}")]
+    EngineStart { command: String, reason: String },
     #[error("bad request: {0}")]
     BadRequest(String),
     #[error("journal {path}: {reason}")]

@@ -16,6 +16,7 @@ pub mod rounding;
 pub mod scheme;
 pub mod serve;
 pub mod session;
+pub mod started_engine;
 pub mod target;
 pub mod teacher_forced;
 pub mod zoo;

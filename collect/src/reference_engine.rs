@@ -45,21 +45,6 @@ impl ReferenceEngine {
             .collect()
     }
 
-    /// Ask its health check once a second until it answers, for up to `patience` (an engine
-    /// started just before, still loading its model); the last refusal's reason otherwise.
-    pub fn wait_until_ready(&mut self, patience: std::time::Duration) -> Result<()> {
-        let start = std::time::Instant::now();
-        loop {
-            match self.check() {
-                Ok(()) => return Ok(()),
-                Err(_) if start.elapsed() < patience => {
-                    std::thread::sleep(std::time::Duration::from_secs(1));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
     pub fn platform(&self) -> &Platform {
         match self {
             ReferenceEngine::LlamaServer(s) => s.platform(),

@@ -21,15 +21,18 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             force,
             memory,
             engines,
-            engine_wait,
+            started,
         } => {
             let command = hspi_cli::command_line();
+            let started = started.task_engines();
             let written = hspi_audit::forced_references(hspi_audit::ForcedReferences {
                 answers: &forced.answers,
                 weights: &forced.weights,
                 formats: forced.formats,
                 servers: engines.engines()?,
-                engine_wait: std::time::Duration::from_secs(engine_wait),
+                started: started.engines,
+                engine_api: started.api,
+                engine_wait: started.wait,
                 out: &out,
                 mode: hspi_datasets::OpenMode::from_flags(false, force),
                 residency: memory,

@@ -101,6 +101,8 @@ pub fn references_of(
         weights,
         formats: formats.to_vec(),
         servers,
+        started: Vec::new(),
+        engine_api: hspi_audit::EngineApi::Completions,
         engine_wait: std::time::Duration::ZERO,
         out: refs,
         mode: OpenMode::Create,

@@ -270,6 +270,13 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
     let tmp = tempfile::tempdir().unwrap();
     let cluster = Cluster::up(&tmp.path().join("slurm"));
     let gguf = llama::smollm2_gguf();
+    // A third platform from an engine the job starts itself (as vLLM on a GPU node would be).
+    let q4_0 = llama::build("avx2").platform("q4_0");
+    let engine = format!(
+        "{q4_0}={} -m {} --alias smollm2 --host 127.0.0.1 --port {{port}} -t 2 -c 2048 -np 4",
+        llama::server_bin("avx2").display(),
+        llama::gguf("Q4_0").display()
+    );
     let build_args = |out: &Path| -> Vec<String> {
         [
             "--model",
@@ -278,6 +285,8 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
             gguf.to_str().unwrap(),
             "--formats",
             "f16,q8_0",
+            "--engine",
+            &engine,
             "--count",
             "8",
             "--out",
@@ -302,8 +311,10 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
     ]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("job 0 (f16 on llama.cpp), job 1 (q8_0 on llama.cpp) not finished"),
+        r.stderr.contains(&format!(
+            "job 0 (f16 on llama.cpp), job 1 (q8_0 on llama.cpp), job 2 ({q4_0} from an engine \
+             started here: "
+        )),
         "{}",
         r.stderr
     );
@@ -321,7 +332,7 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
         "--out",
         script.to_str().unwrap(),
     ]);
-    cluster.run_tasks(&script, 2, &plan_dir.join("logs/job-{}.log"));
+    cluster.run_tasks(&script, 3, &plan_dir.join("logs/job-{}.log"));
     ok(&[
         "pack",
         "assemble",
@@ -335,7 +346,7 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
     ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
     for sub in ["references", "repeats"] {
         let (a, b) = (pack_records(&packed, sub), pack_records(&single, sub));
-        assert_eq!(a.len(), 2, "{sub}: {a:?}");
+        assert_eq!(a.len(), 3, "{sub}: {a:?}");
         assert_eq!(
             a, b,
             "{sub}: the Slurm-built pack's records equal the one-machine build's"
@@ -358,9 +369,9 @@ fn a_pack_built_as_a_slurm_array_equals_the_one_machine_build() {
     let r = run(&["pack", "job", plan.to_str().unwrap(), "--index", "1"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("was finished already"), "{}", r.stdout);
-    let r = run(&["pack", "job", plan.to_str().unwrap(), "--index", "2"]);
+    let r = run(&["pack", "job", plan.to_str().unwrap(), "--index", "3"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("no job 2 (it has 2)"), "{}", r.stderr);
+    assert!(r.stderr.contains("no job 3 (it has 3)"), "{}", r.stderr);
 }
 
 /// hspi's formats one task each, and an engine a task starts for itself (a llama-server serving

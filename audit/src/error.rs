@@ -51,7 +51,7 @@ pub enum AuditError {
     EndpointLabelsUnpaired,
     #[error("--reference-endpoint {url} needs --label PLATFORM (what the trusted endpoint runs)")]
     EndpointWithoutLabel { url: String },
-    #[error("nothing to build references from: give --formats (run llama.cpp here) or --reference-endpoint URL --label PLATFORM")]
+    #[error("nothing to build references from: give --formats (run llama.cpp here), --reference-endpoint URL --label PLATFORM, or --engine 'PLATFORM=COMMAND'")]
     NothingToBuild,
     #[error("{path} already exists\nhint: pass --force to replace it, or `hspi pack merge {path} DATASETS` to add platforms")]
     OutExists { path: String },

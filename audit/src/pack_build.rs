@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use hspi_collect::llama::{LlamaBuild, LlamaServer};
 use hspi_collect::session::{EndpointOptions, EndpointSession};
+use hspi_collect::started_engine::{EngineCommand, StartedEngine};
 use hspi_collect::zoo::codec::Codec;
 use hspi_collect::zoo::model_config::ModelConfig;
 use hspi_collect::zoo::Model;
@@ -52,6 +53,9 @@ pub struct PackBuild<'a> {
     /// Trusted endpoints' URLs, and the platform each is trusted to run (in the same order).
     pub endpoints: Vec<String>,
     pub labels: Vec<String>,
+    /// Engines the build starts itself and collects from as trusted endpoints, and how long
+    /// each may take to answer.
+    pub started: (Vec<EngineCommand>, std::time::Duration),
     /// The trusted endpoints' API key.
     pub api_key: Option<String>,
     pub pool: ProbeSet,
@@ -160,12 +164,15 @@ pub enum PackJob {
     Hspi { format: String },
     /// A trusted endpoint, and the platform it is trusted to run.
     Endpoint { url: String, label: String },
+    /// An engine the job starts itself (`PLATFORM=COMMAND`, `hspi_collect::started_engine`),
+    /// collected from as a trusted endpoint and stopped after.
+    Started { platform: String, command: String },
 }
 
 impl PackJob {
     /// Whether it computes here from the weights (not a trusted endpoint).
     pub fn is_local(&self) -> bool {
-        !matches!(self, PackJob::Endpoint { .. })
+        !matches!(self, PackJob::Endpoint { .. } | PackJob::Started { .. })
     }
 }
 
@@ -175,6 +182,9 @@ impl std::fmt::Display for PackJob {
             PackJob::Llama { format } => write!(f, "{format} on llama.cpp"),
             PackJob::Hspi { format } => write!(f, "{format} on hspi's own engine"),
             PackJob::Endpoint { url, label } => write!(f, "{label} from {url}"),
+            PackJob::Started { platform, command } => {
+                write!(f, "{platform} from an engine started here: {command}")
+            }
         }
     }
 }
@@ -183,7 +193,7 @@ impl std::fmt::Display for PackJob {
 /// llama.cpp's, then the trusted endpoints; checked (formats known, endpoints labelled).
 pub fn pack_jobs(b: &PackBuild) -> Result<Vec<PackJob>, AuditError> {
     let endpoints = trusted_endpoints(b)?;
-    if b.formats.is_empty() && b.endpoints.is_empty() {
+    if b.formats.is_empty() && b.endpoints.is_empty() && b.started.0.is_empty() {
         return Err(AuditError::NothingToBuild);
     }
     let local = local_formats(&b.formats)?;
@@ -207,7 +217,11 @@ pub fn pack_jobs(b: &PackBuild) -> Result<Vec<PackJob>, AuditError> {
             .map(ToString::to_string)
             .unwrap_or_default(),
     });
-    Ok(hspi.chain(llama).chain(trusted).collect())
+    let started = b.started.0.iter().map(|e| PackJob::Started {
+        platform: e.platform.to_string(),
+        command: e.command.clone(),
+    });
+    Ok(hspi.chain(llama).chain(trusted).chain(started).collect())
 }
 
 /// What every job of one build shares.
@@ -219,6 +233,8 @@ pub struct JobContext<'a> {
     pub api_key: Option<&'a str>,
     pub pool: &'a ProbeSet,
     pub command: &'a str,
+    /// How long an engine a job starts may take to answer.
+    pub engine_wait: std::time::Duration,
 }
 
 /// Run `job`: its platform's references and repeats collected into `into`'s `references/` and
@@ -295,6 +311,18 @@ pub fn run_job(
             let o = trusted_endpoint(ctx.model, url, label, ctx.api_key)?;
             let label = collect_platform(ctx, &o, into, lines)?;
             Ok((label, format!("trusted endpoint {url}")))
+        }
+        PackJob::Started { platform, command } => {
+            let engine = EngineCommand {
+                platform: platform.parse().map_err(hspi_collect::CollectError::from)?,
+                command: command.clone(),
+            };
+            let started = StartedEngine::start(&engine, ctx.engine_wait)?;
+            let url = format!("{}/v1/chat/completions", started.url);
+            let o = trusted_endpoint(ctx.model, &url, platform, None)?;
+            let label = collect_platform(ctx, &o, into, lines)?;
+            drop(started);
+            Ok((label, format!("an engine started by the build: {command}")))
         }
     }
 }
@@ -411,6 +439,7 @@ pub fn build_pack(b: PackBuild, lines: &Lines) -> Result<Pack, AuditError> {
         api_key: b.api_key.as_deref(),
         pool: &b.pool,
         command: b.command,
+        engine_wait: b.started.1,
     };
     let mut sources = BTreeMap::new();
     for job in &jobs {

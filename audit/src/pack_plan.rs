@@ -47,6 +47,9 @@ pub struct PackPlan {
     /// The pool's hash (`pool.json` beside the plan).
     pub pool_hash: String,
     pub jobs: Vec<PackJob>,
+    /// How long an engine a job starts may take to answer, in seconds.
+    #[serde(default)]
+    pub engine_wait_s: u64,
     /// The command that planned it.
     pub command: String,
 }
@@ -89,6 +92,7 @@ pub fn plan_pack(
         api_key_env: api_key_env.map(String::from),
         pool_hash: b.pool.hash(),
         jobs,
+        engine_wait_s: b.started.1.as_secs(),
         command: b.command.to_string(),
     };
     let path = out.join(PLAN_FILE);
@@ -200,6 +204,7 @@ pub fn run_pack_job(path: &Path, index: usize, lines: &Lines) -> Result<String, 
         api_key: api_key.as_deref(),
         pool: &pool,
         command: &command,
+        engine_wait: std::time::Duration::from_secs(plan.engine_wait_s),
     };
     let (platform, source) = run_job(&ctx, job, &dir, lines)?;
     let done = Done { platform, source };

@@ -101,6 +101,25 @@ pub struct BuildArgs {
     /// Environment variable holding the trusted endpoints' API key.
     #[arg(long, help_heading = "References from trusted endpoints")]
     pub api_key_env: Option<String>,
+    /// An engine the build (each task of a plan, on its node) starts itself and collects from
+    /// as a trusted endpoint, written PLATFORM=COMMAND: COMMAND serves the model's chat API on
+    /// the port `{port}` stands for (e.g. 'cuda-nvidia-h100-sm90-132sm/vllm-0.32.0/bf16/bs1=vllm
+    /// serve MODEL --port {port} --dtype bfloat16'); stopped when its references are collected
+    /// (repeatable).
+    #[arg(
+        long = "engine",
+        value_name = "PLATFORM=COMMAND",
+        help_heading = "References from trusted endpoints"
+    )]
+    pub engines: Vec<hspi_collect::started_engine::EngineCommand>,
+    /// Seconds each --engine may take to load and answer its /health.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 900,
+        help_heading = "References from trusted endpoints"
+    )]
+    pub engine_wait: u64,
     /// The pool: prompt-set files (`hspi probe prompts`), or generated with --count/--seed.
     #[arg(long, help_heading = "Pool")]
     pub pool: Vec<PathBuf>,

@@ -22,6 +22,10 @@ fn pack_build<'a>(a: &'a BuildArgs, command: &'a str) -> anyhow::Result<PackBuil
         llama_bin: a.llama_bin.clone(),
         endpoints: a.reference_endpoint.clone(),
         labels: a.label.clone(),
+        started: (
+            a.engines.clone(),
+            std::time::Duration::from_secs(a.engine_wait),
+        ),
         api_key: hspi_collect::session::api_key_from_env(a.api_key_env.as_deref())?,
         pool: hspi_probe::union_of(&a.pool, a.count, a.seed)?,
         out: &a.out,

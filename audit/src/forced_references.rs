@@ -21,11 +21,8 @@ pub struct ForcedReferences<'a> {
     pub formats: Vec<NumericFormat>,
     /// Engines the user runs computing references too (`audit --reference-server`, …).
     pub servers: Vec<ReferenceEngine>,
-    /// Engines started here for this run (`--engine`), asked through `engine_api`, each given
-    /// `engine_wait` to answer; stopped when the references are written.
-    pub started: Vec<EngineCommand>,
-    pub engine_api: EngineApi,
-    pub engine_wait: std::time::Duration,
+    /// Engines started here for this run (`--engine`), stopped when the references are written.
+    pub started: StartedEngines,
     pub out: &'a Path,
     pub mode: OpenMode,
     pub residency: Residency,
@@ -37,10 +34,10 @@ pub struct ForcedReferences<'a> {
 /// returns how many records were written.
 pub fn forced_references(mut job: ForcedReferences) -> Result<usize, AuditError> {
     // Held until the references are written: dropping one stops its engine.
-    let mut running = Vec::with_capacity(job.started.len());
-    for e in &job.started {
-        let engine = StartedEngine::start(e, job.engine_wait)?;
-        job.servers.push(job.engine_api.reference(&engine)?);
+    let mut running = Vec::with_capacity(job.started.engines.len());
+    for e in &job.started.engines {
+        let engine = StartedEngine::start(e, job.started.wait)?;
+        job.servers.push(job.started.api.reference(&engine)?);
         running.push(engine);
     }
     let answers = Dataset::open(job.answers)?;
@@ -89,8 +86,9 @@ impl EngineApi {
     }
 }
 
-/// The engines an array's tasks start, how they are asked and how long each may take to load.
-pub struct TaskEngines {
+/// Engines hspi starts for a run (one task each in an array), how they are asked and how long
+/// each may take to load.
+pub struct StartedEngines {
     pub engines: Vec<EngineCommand>,
     pub api: EngineApi,
     pub wait: std::time::Duration,
@@ -110,7 +108,7 @@ pub fn references_slurm_script(
     answers: &Path,
     weights: &Path,
     formats: &[NumericFormat],
-    engines: &TaskEngines,
+    engines: &StartedEngines,
     out: &Path,
     o: &SlurmOptions,
     gpus: bool,

@@ -33,7 +33,7 @@ pub use endpoint::{
 pub use error::AuditError;
 pub use evaluate::{evaluate_datasets, EvalOptions};
 pub use forced_references::{
-    forced_references, references_slurm_script, EngineApi, ForcedReferences, TaskEngines,
+    forced_references, references_slurm_script, EngineApi, ForcedReferences, StartedEngines,
 };
 pub use identify::identify_datasets;
 pub use pack_audit::{

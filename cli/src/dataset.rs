@@ -116,8 +116,8 @@ pub struct StartedEngineArgs {
 }
 
 impl StartedEngineArgs {
-    pub fn task_engines(self) -> hspi_audit::TaskEngines {
-        hspi_audit::TaskEngines {
+    pub fn started_engines(self) -> hspi_audit::StartedEngines {
+        hspi_audit::StartedEngines {
             engines: self.engines,
             api: self.engine_api.into(),
             wait: std::time::Duration::from_secs(self.engine_wait),

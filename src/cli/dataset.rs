@@ -24,15 +24,12 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             started,
         } => {
             let command = hspi_cli::command_line();
-            let started = started.task_engines();
             let written = hspi_audit::forced_references(hspi_audit::ForcedReferences {
                 answers: &forced.answers,
                 weights: &forced.weights,
                 formats: forced.formats,
                 servers: engines.engines()?,
-                started: started.engines,
-                engine_api: started.api,
-                engine_wait: started.wait,
+                started: started.started_engines(),
                 out: &out,
                 mode: hspi_datasets::OpenMode::from_flags(false, force),
                 residency: memory,
@@ -53,7 +50,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => {
             let o = super::atlas::slurm_options(slurm)?;
             let f = &forced;
-            let engines = engines.task_engines();
+            let engines = engines.started_engines();
             let text = hspi_audit::references_slurm_script(
                 &f.answers, &f.weights, &f.formats, &engines, &out, &o, gpus,
             )?;

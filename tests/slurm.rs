@@ -435,45 +435,23 @@ fn fresh_references_as_a_slurm_array_equal_the_one_machine_ones() {
         "the task's llama-server is still running: {}",
         String::from_utf8_lossy(&left.stdout)
     );
-    // The engine's references equal the same engine's asked from one machine.
-    let server = llama::start("avx2", "Q8_0");
-    let single = tmp.path().join("one-machine-engine");
-    ok(&[
-        "dataset",
-        "references",
-        answers.to_str().unwrap(),
-        "--weights",
-        weights.to_str().unwrap(),
-        "--reference-server",
-        &format!("{}={q8_0}", server.url),
-        "--out",
-        single.to_str().unwrap(),
-    ]);
-    ok(&[
-        "dataset",
-        "diff",
-        single.to_str().unwrap(),
-        out.join(q8_0.replace('/', "_")).to_str().unwrap(),
-    ]);
-    // Each task's references equal those computed on one machine, bit for bit.
+    // Each task's references equal those computed on one machine, bit for bit: hspi's formats,
+    // and the engine's asked from one machine.
+    let same_as_one_machine = |name: &str, how: &[&str], task_dir: PathBuf| {
+        let single = tmp.path().join(format!("one-machine-{name}"));
+        let (answers, weights) = (answers.to_str().unwrap(), weights.to_str().unwrap());
+        let mut args = vec!["dataset", "references", answers, "--weights", weights];
+        args.extend_from_slice(how);
+        args.extend(["--out", single.to_str().unwrap()]);
+        ok(&args);
+        let (single, task_dir) = (single.to_str().unwrap(), task_dir.to_str().unwrap());
+        ok(&["dataset", "diff", single, task_dir]);
+    };
     for format in ["f16", "q8_0"] {
-        let single = tmp.path().join(format!("one-machine-{format}"));
-        ok(&[
-            "dataset",
-            "references",
-            answers.to_str().unwrap(),
-            "--weights",
-            weights.to_str().unwrap(),
-            "--formats",
-            format,
-            "--out",
-            single.to_str().unwrap(),
-        ]);
-        ok(&[
-            "dataset",
-            "diff",
-            single.to_str().unwrap(),
-            out.join(format).to_str().unwrap(),
-        ]);
+        same_as_one_machine(format, &["--formats", format], out.join(format));
     }
+    let server = llama::start("avx2", "Q8_0");
+    let spec = format!("{}={q8_0}", server.url);
+    let task_dir = out.join(q8_0.replace('/', "_"));
+    same_as_one_machine("engine", &["--reference-server", &spec], task_dir);
 }

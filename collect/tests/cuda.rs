@@ -507,3 +507,50 @@ fn every_dense_family_is_collected_at_every_gpu_precision() {
         println!("{arch}: {summary}");
     }
 }
+
+/// A model of Llama 3.1 8B's shape (random weights, made on the GPU machine by
+/// `.ci/gpu-big-model`; its checkpoint directory in `$HSPI_GPU_BIG_MODEL`) through the CUDA
+/// pass at bf16 and f32: what loading it and one forward pass cost, printed as measured (the
+/// GPU's memory is logged beside by the caller). Its answers are finite, and bf16's are f32's
+/// within bf16's reach.
+#[test]
+fn a_model_of_8b_parameters_runs_on_the_gpu() {
+    use hspi_collect::backend::{open, Batch};
+    let dir: std::path::PathBuf = std::env::var_os("HSPI_GPU_BIG_MODEL")
+        .map(Into::into)
+        .expect("HSPI_GPU_BIG_MODEL names a checkpoint directory (.ci/gpu-big-model)");
+    let model = hspi_collect::Model::language_model("llama-8b-random", &dir).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let prompts: Vec<Vec<u32>> = (0..8)
+        .map(|_| (0..64).map(|_| rng.random_range(0..128_000u32)).collect())
+        .collect();
+    let mut answers = Vec::new();
+    for format in [NumericFormat::Bf16, NumericFormat::F32] {
+        let platform = platforms()
+            .into_iter()
+            .find(|p| p.format == format && p.kernel.is_none() && p.batch_size == 1)
+            .unwrap();
+        let t = std::time::Instant::now();
+        let mut lm = open(&model, &platform).unwrap_or_else(|e| panic!("{platform}: {e}"));
+        let load = t.elapsed();
+        lm.forward(Batch::Tokens(&[&prompts[0]])).unwrap();
+        let t = std::time::Instant::now();
+        let got: Vec<Vec<f32>> = prompts
+            .iter()
+            .flat_map(|p| lm.forward(Batch::Tokens(&[p.as_slice()])).unwrap())
+            .collect();
+        let pass = t.elapsed() / prompts.len() as u32;
+        assert!(got.iter().flatten().all(|v| v.is_finite()), "{platform}");
+        println!(
+            "{platform}: loaded in {:.1} s; one 64-token prompt's pass {:.1} ms ({:.2} ms per token)",
+            load.as_secs_f64(),
+            pass.as_secs_f64() * 1e3,
+            pass.as_secs_f64() * 1e3 / 64.0
+        );
+        answers.push(got);
+        drop(lm);
+    }
+    let err = relative_error(&answers[0], &answers[1]);
+    println!("bf16 against f32: relative error {err:.2e}");
+    assert!(err < 1e-1, "bf16 is {err:e} from f32");
+}

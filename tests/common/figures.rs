@@ -150,7 +150,7 @@ pub fn home_faults(passages: &BTreeMap<String, String>) -> Vec<String> {
         if !(passage.contains("tests/") || passage.contains("cargo bench")) {
             faults.push(format!("{HOME}#{id}: names no test or bench"));
         }
-        let machine = ["VM", "machine", "Xeon", "EPYC", "H100"]
+        let machine = ["VM", "machine", "Xeon", "EPYC", "H100", "H200"]
             .iter()
             .any(|m| passage.contains(m));
         if wall.is_match(passage) && !(date.is_match(passage) && machine) {

@@ -20,11 +20,16 @@ fn vocab(model: &Model) -> Result<u32, ProbeError> {
 
 /// `spec` is a count of seeded random probes or the path of a probe-set file.
 pub fn for_model(model: &Model, spec: &str, seed: u64) -> Result<ProbeSet, ProbeError> {
+    // Read once: a GGUF's metadata is parsed to know it.
+    let vocab = match model {
+        Model::Image(_) => 0,
+        lm => vocab(lm)?,
+    };
     let set = match spec.parse::<usize>() {
         Ok(0) => return Err(ProbeError::NoProbes),
         Ok(n) => match model {
             Model::Image(m) => crate::random_images(seed, n, m.input_shape),
-            lm => crate::random_tokens(seed, n, vocab(lm)?, LM_PROBE_TOKENS),
+            _ => crate::random_tokens(seed, n, vocab, LM_PROBE_TOKENS),
         },
         Err(_) => crate::read_probe_set(Path::new(spec))?,
     };
@@ -32,7 +37,6 @@ pub fn for_model(model: &Model, spec: &str, seed: u64) -> Result<ProbeSet, Probe
         let fits = match (&p.input, model) {
             (ProbeInput::Image { pixels, .. }, Model::Image(m)) => pixels.len() == m.input_len(),
             (ProbeInput::Tokens { ids }, Model::Lm { .. } | Model::Tiny(_)) => {
-                let vocab = vocab(model)?;
                 !ids.is_empty() && ids.iter().all(|i| *i < vocab)
             }
             _ => false,

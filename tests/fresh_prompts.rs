@@ -6,12 +6,11 @@
 
 mod common;
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use common::fresh::{replayed, verdicts};
 use common::llama;
-use common::router::{prompt_of, Router};
+use common::router::{pool_aware, Router};
 use hspi_datasets::NumericFormat;
 
 /// llama.cpp's formats: the claim F16 and what a provider would sell in its place.
@@ -85,24 +84,7 @@ fn fresh_prompts_catch_what_the_public_pool_cannot_and_sampled_answers_are_weigh
 
     // A provider holding the pack: the pool's prompts go to an honest F16 server, every other
     // prompt to a Q8_0 one.
-    let pool: HashSet<String> =
-        hspi_probe::read_probe_set(&common::shipped_pack().join("pool.json"))
-            .unwrap()
-            .probes
-            .iter()
-            .map(|p| match &p.input {
-                hspi_datasets::ProbeInput::Prompt { text, .. } => text.clone(),
-                _ => String::new(),
-            })
-            .collect();
-    let (honest, cheap) = (f16.url.clone(), q8.url.clone());
-    let aware = Router::start(Box::new(move |_, request| {
-        if pool.contains(&prompt_of(request)) {
-            honest.clone()
-        } else {
-            cheap.clone()
-        }
-    }));
+    let aware = pool_aware(&f16.url, &q8.url);
 
     // The pool audit is fooled, and its report says it cannot rule this out.
     let (code, report, err) = common::pack_audit(

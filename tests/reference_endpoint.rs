@@ -247,11 +247,12 @@ fn sold_as_f16(spec: &str, tmp: &tempfile::TempDir, quant: &str, seed: u64) {
 
 /// The rest of the guide's figures for a vLLM reference engine (docs/how-hspi-decides.md
 /// #fig-reference-endpoint): vLLM fp32 claimed f32 and Q4_0 sold as f16 beside the CI's cases;
-/// vLLM bf16 as the provider with the vLLM fp32 engine beside hspi's bf16 and llama.cpp's f16,
-/// and the reverse, an F16 llama-server as the reference server of the same answers. About five
-/// minutes on two cores: `cargo test --release --test reference_endpoint -- --ignored`.
+/// llama.cpp F32 claimed f32 and a pool-aware provider claimed f16; vLLM bf16 as the provider
+/// with the vLLM fp32 engine beside hspi's bf16 and llama.cpp's f16, and the reverse, an F16
+/// llama-server as the reference server of the same answers. About seven minutes on two cores:
+/// `cargo test --release --test reference_endpoint -- --ignored`.
 #[test]
-#[ignore = "five minutes: the guide's remaining reference-engine figures, run on demand"]
+#[ignore = "seven minutes: the guide's remaining reference-engine figures, run on demand"]
 fn vllm_references_figures() {
     let vllm = Vllm::start("float32");
     let spec = format!("{}={VLLM_F32}", vllm.url);
@@ -268,6 +269,46 @@ fn vllm_references_figures() {
     );
     sold_as_f16(&spec, &tmp, "Q4_0", 64);
     let f16 = llama::start("avx2", "F16");
+
+    // llama.cpp at F32 claimed f32, with vLLM fp32 the only f32 reference (another engine):
+    // never accused; consistent where 64 tokens show it, else inconclusive.
+    let f32_server = llama::start("avx2", "F32");
+    let t = replay_at(
+        &spec,
+        &llama_formats(),
+        &tmp.path().join("llama-f32"),
+        &f32_server.url,
+        66,
+        &["*/*/f32/*"],
+    )
+    .remove(0);
+    assert_eq!(common::fresh::verdicts(&t, "mismatch"), 0, "llama F32: {t}");
+    // docs/how-hspi-decides.md: consistent 144/200, the rest inconclusive.
+    common::assert_stated_live(
+        &format!("llama-server F32 claimed f32 consistent: {t}"),
+        common::fresh::verdicts(&t, "consistent"),
+        144,
+    );
+    drop(f32_server);
+    // A provider holding the shipped pack (its pool to F16, every other prompt to Q8_0), claimed
+    // f16: fresh prompts are never the pool's, so it is caught as Q8_0 sold as f16 is.
+    let q8 = llama::start("avx2", "Q8_0");
+    let aware = common::router::pool_aware(&f16.url, &q8.url);
+    let t = replay_at(
+        &spec,
+        &llama_formats(),
+        &tmp.path().join("pool-aware"),
+        &aware.url,
+        67,
+        &["*/*/f16/*"],
+    )
+    .remove(0);
+    common::assert_stated_live(
+        &format!("a pool-aware provider claimed f16, a mismatch: {t}"),
+        common::fresh::verdicts(&t, "mismatch"),
+        200,
+    );
+    drop(q8);
 
     // vLLM bf16 as the provider, vLLM fp32 the engine beside hspi's own bf16 (as vLLM computes
     // it) and llama.cpp's f16: claimed bf16 never accused, sold as fp16 never consistent.

@@ -53,3 +53,26 @@ pub fn prompt_of(request: &serde_json::Value) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// A provider holding the shipped pack: its pool's prompts go to `honest`, every other prompt to
+/// `cheap`.
+pub fn pool_aware(honest: &str, cheap: &str) -> Router {
+    let pool: std::collections::HashSet<String> =
+        hspi_probe::read_probe_set(&super::shipped_pack().join("pool.json"))
+            .unwrap()
+            .probes
+            .iter()
+            .map(|p| match &p.input {
+                hspi_datasets::ProbeInput::Prompt { text, .. } => text.clone(),
+                _ => String::new(),
+            })
+            .collect();
+    let (honest, cheap) = (honest.to_string(), cheap.to_string());
+    Router::start(Box::new(move |_, request| {
+        if pool.contains(&prompt_of(request)) {
+            honest.clone()
+        } else {
+            cheap.clone()
+        }
+    }))
+}

@@ -156,6 +156,15 @@ fn served(config: &ModelConfig, path: &Path) -> Result<()> {
     }
 }
 
+/// The position a rotation turns by: divided by the linear scaling's factor where the layer has
+/// one (vLLM's `LinearScalingRotaryEmbedding`).
+pub fn rotary_position(position: usize, linear: Option<f32>) -> f32 {
+    match linear {
+        Some(factor) => position as f32 / factor,
+        None => position as f32,
+    }
+}
+
 /// The rotary inverse frequencies `1 / base^(2i/d)` in f32, as vLLM's `_compute_inv_freq`.
 pub fn inverse_frequencies(base: f32, head_dim: usize) -> Vec<f32> {
     (0..head_dim / 2)

@@ -25,7 +25,9 @@ use crate::error::{CollectError, Result};
 use crate::rounding::{truncate_fp8_e4m3, truncate_fp8_e5m2};
 use crate::scheme::{self, round_bf16, LinearScheme};
 use crate::zoo::architecture::Activation;
-use crate::zoo::decoder_weights::{inverse_frequencies, DecoderWeights, ModelConfig};
+use crate::zoo::decoder_weights::{
+    inverse_frequencies, rotary_position, DecoderWeights, ModelConfig,
+};
 
 /// A linear layer: the scheme's weights (`[out, in]`), held compact between passes.
 struct Linear {
@@ -479,10 +481,7 @@ impl ServedLm {
     fn rotary_table(inv_freq: &[f32], tokens: usize, linear: Option<f32>) -> Vec<(f32, f32)> {
         let mut table = Vec::with_capacity(tokens * inv_freq.len());
         for t in 0..tokens {
-            let position = match linear {
-                Some(factor) => t as f32 / factor,
-                None => t as f32,
-            };
+            let position = rotary_position(t, linear);
             for f in inv_freq {
                 let angle = position * f;
                 table.push((round_bf16(angle.cos()), round_bf16(angle.sin())));

@@ -20,7 +20,7 @@ use super::kernels::{grid, int, Kernels, Storage};
 use crate::backend::{Batch, Runner};
 use crate::error::{CollectError, Result};
 use crate::zoo::architecture::Activation;
-use crate::zoo::decoder_weights::{self, inverse_frequencies, ModelConfig};
+use crate::zoo::decoder_weights::{self, inverse_frequencies, rotary_position, ModelConfig};
 
 /// The longest prompt the attention kernel takes (its shared score buffer).
 const MAX_KEYS: usize = 1024;
@@ -118,10 +118,7 @@ fn refusal(config: &ModelConfig) -> Option<String> {
 fn rotary_angles(inv_freq: &[f32], linear: Option<f32>) -> (Vec<f32>, Vec<f32>) {
     let angles: Vec<f32> = (0..MAX_KEYS)
         .flat_map(|p| {
-            let position = match linear {
-                Some(factor) => p as f32 / factor,
-                None => p as f32,
-            };
+            let position = rotary_position(p, linear);
             inv_freq.iter().map(move |f| position * f)
         })
         .collect();

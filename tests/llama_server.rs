@@ -475,13 +475,20 @@ fn verification(
         &["--max-tokens-total", "128"],
     );
     let _ = load.wait();
-    assert_eq!(
-        r.code, 0,
-        "honest server under load is consistent: {}{}",
-        r.stdout, r.stderr
+    // Which batch sizes form under load depends on timing: a batch the atlas never held is an
+    // unknown platform, so "inconclusive" is as honest as "consistent". Never accused, and its
+    // format is always the claimed one.
+    let report: serde_json::Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("audit of the loaded server: {e}: {}{}", r.stdout, r.stderr));
+    let verdict = report["summary"]["verdict"].as_str().unwrap_or_default();
+    assert!(
+        verdict == "consistent" || verdict == "inconclusive",
+        "honest server under load is never accused: {}{}",
+        r.stdout,
+        r.stderr
     );
+    assert_eq!(format_verdict(&report), "consistent", "{}", r.stdout);
     assert!(audit_dir.join("audit.json").exists() && audit_dir.join("audit.md").exists());
-    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     eprintln!(
         "verify: honest F16 under concurrent load: {}",
         report["summary"]["verdict"]

@@ -14,7 +14,7 @@ fn response_parsers_survive_a_fixed_count_of_fuzzed_bodies() {
         .join("fuzz-target/x86_64-unknown-linux-gnu/release/response_parsers");
     assert!(
         bin.exists(),
-        "{} is missing: run .ci/setup (it builds the target with cargo-fuzz)",
+        "{} is missing: run .ci/setup (it builds the target with the instrumentation cargo-fuzz adds)",
         bin.display()
     );
     // libFuzzer adds what it finds to the first corpus directory: a copy, not the committed seeds.

@@ -85,6 +85,36 @@ fn an_endpoint_that_scores_other_tokens_or_does_not_answer_is_refused() {
         0,
         "no provider request before the reference answered"
     );
+
+    // hspi's GPU pass as the engine, on a build or a machine without one: refused the same way.
+    let r = common::run(&[
+        "audit",
+        "--endpoint",
+        &url,
+        "--pack",
+        common::shipped_pack().to_str().unwrap(),
+        "--claim",
+        "*/*/f16/*",
+        "--out",
+        tmp.path().join("no-gpu").to_str().unwrap(),
+        "--weights",
+        w.to_str().unwrap(),
+        "--fresh-formats",
+        "none",
+        "--reference-gpu",
+        "bf16",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no CUDA driver found") || r.stderr.contains("cuda:"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        counting.requests.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no provider request without the GPU engine"
+    );
 }
 
 /// hspi's llama.cpp formats the fresh audits below compute beside the engine.

@@ -39,6 +39,8 @@ pub struct FreshPrompts<'a> {
     /// `URL=PLATFORM`, and the environment variable holding their key.
     pub endpoints: Vec<String>,
     pub endpoint_key_env: Option<String>,
+    /// cuBLAS precisions hspi's GPU pass computes references at on this machine's GPU.
+    pub gpus: Vec<NumericFormat>,
     /// Whether the formats' engines are held between answers or made per answer.
     pub residency: hspi_collect::residency::Residency,
     /// Words of context each prompt asks the model to recall (0: short word prompts); a long
@@ -230,7 +232,13 @@ pub fn audit_with_pack(a: PackAudit, lines: &Lines) -> Result<Report, AuditError
                 false => Vec::new(),
             };
             let key_env = fresh.endpoint_key_env.as_deref();
-            let servers = ReferenceEngine::named(&fresh.servers, &fresh.endpoints, key_env)?;
+            let servers = ReferenceEngine::named(
+                &fresh.servers,
+                &fresh.endpoints,
+                key_env,
+                &fresh.gpus,
+                fresh.weights,
+            )?;
             let computed: Vec<String> = formats
                 .iter()
                 .map(ToString::to_string)

@@ -5,6 +5,7 @@ pub mod backend;
 pub mod collector;
 pub mod error;
 mod forced_endpoint;
+mod forced_gpu;
 mod forced_server;
 pub mod grid;
 pub mod http;
@@ -19,6 +20,7 @@ pub mod session;
 pub mod started_engine;
 pub mod target;
 pub mod teacher_forced;
+mod token_steps;
 pub mod zoo;
 
 pub use collector::{collect, CollectSummary, NoProgress, PendingTarget, Progress};

@@ -1,18 +1,23 @@
 //! Engines the user runs, named as teacher-forced references of their own platforms: a
-//! llama-server asked position by position (`--reference-server`, `crate::forced_server`), or a
+//! llama-server asked position by position (`--reference-server`, `crate::forced_server`), a
 //! completions endpoint scoring every position in one request with `prompt_logprobs`
-//! (`--reference-endpoint`, vLLM's; `crate::forced_endpoint`). One seam: each is checked before
+//! (`--reference-endpoint`, vLLM's; `crate::forced_endpoint`), or hspi's own pass on this
+//! machine's GPU (`--reference-gpu`, `crate::forced_gpu`). One seam: each is checked before
 //! any provider request is paid for, and scores the provider's exact tokens.
 
-use hspi_datasets::{Platform, TokenStep};
+use std::path::Path;
+
+use hspi_datasets::{NumericFormat, Platform, TokenStep};
 
 use crate::error::Result;
 use crate::forced_endpoint::EndpointReference;
+use crate::forced_gpu::GpuReference;
 use crate::forced_server::ServerReference;
 
 pub enum ReferenceEngine {
     LlamaServer(ServerReference),
     Completions(EndpointReference),
+    Gpu(GpuReference),
 }
 
 impl ReferenceEngine {
@@ -28,13 +33,21 @@ impl ReferenceEngine {
         )?))
     }
 
-    /// The engines `--reference-server` and `--reference-endpoint` name, in that order.
+    /// `--reference-gpu FORMAT`: the weights at `weights` loaded on this machine's GPU.
+    pub fn gpu(format: NumericFormat, weights: &Path) -> Result<ReferenceEngine> {
+        Ok(ReferenceEngine::Gpu(GpuReference::load(format, weights)?))
+    }
+
+    /// The engines `--reference-server`, `--reference-endpoint` and `--reference-gpu` name, in
+    /// that order (the GPU's loading the model's `weights`).
     pub fn named(
         servers: &[String],
         endpoints: &[String],
         key_env: Option<&str>,
+        gpus: &[NumericFormat],
+        weights: &Path,
     ) -> Result<Vec<ReferenceEngine>> {
-        servers
+        let mut engines: Vec<ReferenceEngine> = servers
             .iter()
             .map(|s| ReferenceEngine::llama_server(s))
             .chain(
@@ -42,13 +55,18 @@ impl ReferenceEngine {
                     .iter()
                     .map(|e| ReferenceEngine::endpoint(e, key_env)),
             )
-            .collect()
+            .collect::<Result<_>>()?;
+        for format in gpus {
+            engines.push(ReferenceEngine::gpu(*format, weights)?);
+        }
+        Ok(engines)
     }
 
     pub fn platform(&self) -> &Platform {
         match self {
             ReferenceEngine::LlamaServer(s) => s.platform(),
             ReferenceEngine::Completions(e) => e.platform(),
+            ReferenceEngine::Gpu(g) => g.platform(),
         }
     }
 
@@ -57,14 +75,22 @@ impl ReferenceEngine {
         match self {
             ReferenceEngine::LlamaServer(s) => s.check(),
             ReferenceEngine::Completions(e) => e.check(),
+            // Loaded on the GPU when named.
+            ReferenceEngine::Gpu(_) => Ok(()),
         }
     }
 
     /// The steps at each generated position of `context` (`prompt_len..`).
-    pub fn steps(&self, context: &[u32], prompt_len: usize, top: usize) -> Result<Vec<TokenStep>> {
+    pub fn steps(
+        &mut self,
+        context: &[u32],
+        prompt_len: usize,
+        top: usize,
+    ) -> Result<Vec<TokenStep>> {
         match self {
             ReferenceEngine::LlamaServer(s) => s.steps(context, prompt_len, top),
             ReferenceEngine::Completions(e) => e.steps(context, prompt_len, top),
+            ReferenceEngine::Gpu(g) => g.steps(context, prompt_len, top),
         }
     }
 }

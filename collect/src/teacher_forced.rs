@@ -7,16 +7,14 @@
 use std::path::Path;
 use std::time::Instant;
 
-use hspi_datasets::{
-    AskedAs, Logprob, NumericFormat, Outputs, Platform, ProbeInput, Record, TokenStep, TopEntry,
-};
+use hspi_datasets::{AskedAs, NumericFormat, Outputs, Platform, ProbeInput, Record, TokenStep};
 
 use crate::backend::candle_cpu::{GgufAllPositions, ServedLm, ServedTables};
 use crate::error::{CollectError, Result};
 pub use crate::forced_server::ServerReference;
 pub use crate::reference_engine::ReferenceEngine;
 pub use crate::residency::Residency;
-use crate::serve::log_softmax;
+use crate::token_steps::token_steps;
 use crate::zoo::chat_template::Message;
 use crate::zoo::codec::Codec;
 use crate::zoo::decoder_weights::DecoderWeights;
@@ -49,11 +47,7 @@ impl ForcedLm {
             ForcedLm::Served(lm) => lm.logits_from(tokens, prompt_len)?,
             ForcedLm::Server(server) => return server.steps(context, prompt_len, top),
         };
-        Ok(rows
-            .iter()
-            .zip(&context[prompt_len..])
-            .map(|(logits, id)| step(codec, &log_softmax(logits), *id, top))
-            .collect())
+        Ok(token_steps(codec, &rows, &context[prompt_len..], top))
     }
 }
 
@@ -535,33 +529,4 @@ fn on_workers<T: Send>(n: usize, most: usize, job: impl Fn(usize) -> T + Sync) -
     });
     results.sort_by_key(|(i, _)| *i);
     results.into_iter().map(|(_, t)| t).collect()
-}
-
-/// One position: the given token with its logprob, and the `top` best (ties by id).
-fn step(codec: &Codec, lp: &[f32], id: u32, top: usize) -> TokenStep {
-    let entry = |i: usize| TopEntry {
-        token: String::from_utf8_lossy(&codec.token_bytes(i as u32)).into_owned(),
-        id: Some(i as u32),
-        logprob: logprob(lp[i]),
-    };
-    let mut order: Vec<usize> = (0..lp.len()).collect();
-    let k = top.min(lp.len());
-    order.select_nth_unstable_by(k.saturating_sub(1).min(lp.len() - 1), |a, b| {
-        lp[*b].total_cmp(&lp[*a]).then(a.cmp(b))
-    });
-    order.truncate(k);
-    order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
-    let at = (id as usize).min(lp.len() - 1);
-    TokenStep {
-        token: String::from_utf8_lossy(&codec.token_bytes(id)).into_owned(),
-        id: Some(id),
-        bytes: Some(codec.token_bytes(id)),
-        logprob: Some(logprob(lp[at])),
-        top: order.into_iter().map(entry).collect(),
-    }
-}
-
-/// An f32 printed exactly (17 significant digits), as llama.cpp prints logprobs.
-fn logprob(v: f32) -> Logprob {
-    Logprob::parse(&format!("{:.17e}", f64::from(v))).expect("a finite f32 prints as a number")
 }

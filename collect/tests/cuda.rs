@@ -346,6 +346,63 @@ fn every_dense_family_on_the_gpu_agrees_with_the_cpu() {
     }
 }
 
+/// hspi's GPU pass as a fresh audit's reference engine (`--reference-gpu`): one causal pass
+/// over a 40-token context gives the logits after each of its last 31 prefixes as each prefix
+/// computed alone does (the same GPU at f32; only the GEMMs' row counts differ), and as hspi's
+/// CPU pass of llama.cpp's F32 does. (The engine's token steps are the CPU formats' rule,
+/// `token_steps`; the cut models carry no tokenizer.)
+#[test]
+fn the_gpu_pass_scores_every_position_of_an_answer_in_one_pass() {
+    use hspi_collect::backend::{gpu_all_positions, QuantizedLm};
+    use hspi_collect::Model;
+    let dir = tiny_models();
+    for arch in DENSE {
+        let path = dir.join(format!("{arch}.gguf"));
+        let model = Model::language_model(arch, &path).unwrap();
+        let mut cpu = QuantizedLm::load(&path, NumericFormat::F32).unwrap();
+        let vocab = cpu.next_token_logits(&[1]).unwrap().len();
+        let context = family_prompts(vocab)[7].clone();
+        let from = 10;
+        let mut engine = gpu_all_positions(&path, NumericFormat::F32).unwrap();
+        assert!(
+            engine.platform().to_string().starts_with("cuda-"),
+            "{}",
+            engine.platform()
+        );
+        let start = std::time::Instant::now();
+        let rows = engine.logits_from(&context, from).unwrap();
+        let seconds = start.elapsed().as_secs_f64();
+        assert_eq!(rows.len(), context.len() - from + 1, "{arch}");
+        let prefixes: Vec<Vec<u32>> = (from..=context.len())
+            .map(|k| context[..k].to_vec())
+            .collect();
+        let alone = gpu_logits(&model, &f32_bs(1), &prefixes);
+        let on_cpu: Vec<Vec<f32>> = prefixes
+            .iter()
+            .map(|p| cpu.next_token_logits(p).unwrap())
+            .collect();
+        let (gpu_distance, gpu_greedy) = logprob_distance(&rows, &alone);
+        let (cpu_distance, cpu_greedy) = logprob_distance(&rows, &on_cpu);
+        println!(
+            "{arch}: {} positions in one pass in {:.1} ms; mean |Δ logprob| against each prefix \
+             alone on the GPU {gpu_distance:.1e} (greedy {gpu_greedy}/{n}), against the CPU's \
+             F32 {cpu_distance:.1e} (greedy {cpu_greedy}/{n})",
+            rows.len(),
+            seconds * 1e3,
+            n = rows.len()
+        );
+        assert!(gpu_distance < 1e-5, "{arch}: {gpu_distance}");
+        assert!(cpu_distance < 1e-5, "{arch}: {cpu_distance}");
+        assert_eq!(gpu_greedy, rows.len(), "{arch}");
+    }
+    // A precision the GPU pass does not compute is named.
+    let e = gpu_all_positions(&dir.join("llama.gguf"), "q8_0".parse().unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("not q8_0"), "{e}");
+}
+
 /// A mixture of experts is refused by name, before any GPU work.
 #[test]
 fn a_mixture_of_experts_is_refused_by_name_on_the_gpu() {
@@ -508,44 +565,52 @@ fn every_dense_family_is_collected_at_every_gpu_precision() {
     }
 }
 
-/// A model of Llama 3.1 8B's shape (random weights, made on the GPU machine by
+/// A model of Llama 3.1 8B's shape with random weights (8.03 B parameters, made on the GPU by
 /// `.ci/gpu-big-model`; its checkpoint directory in `$HSPI_GPU_BIG_MODEL`) through the CUDA
-/// pass at bf16 and f32: what loading it and one forward pass cost, printed as measured (the
-/// GPU's memory is logged beside by the caller). Its answers are finite, and bf16's are f32's
-/// within bf16's reach.
+/// pass at bf16 and f32: what loading it, one forward pass, and a fresh audit's references on
+/// the GPU (`--reference-gpu`: 256 answer positions after a 64-token prompt, one pass) cost,
+/// printed as measured (the GPU's memory is logged beside by the caller). Its answers are
+/// finite, and bf16's are f32's within bf16's reach.
 #[test]
 fn a_model_of_8b_parameters_runs_on_the_gpu() {
-    use hspi_collect::backend::{open, Batch};
+    use hspi_collect::backend::gpu_all_positions;
     let dir: std::path::PathBuf = std::env::var_os("HSPI_GPU_BIG_MODEL")
         .map(Into::into)
         .expect("HSPI_GPU_BIG_MODEL names a checkpoint directory (.ci/gpu-big-model)");
-    let model = hspi_collect::Model::language_model("llama-8b-random", &dir).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let prompts: Vec<Vec<u32>> = (0..8)
         .map(|_| (0..64).map(|_| rng.random_range(0..128_000u32)).collect())
         .collect();
+    let answer: Vec<u32> = (0..64 + 256)
+        .map(|_| rng.random_range(0..128_000u32))
+        .collect();
     let mut answers = Vec::new();
     for format in [NumericFormat::Bf16, NumericFormat::F32] {
-        let platform = platforms()
-            .into_iter()
-            .find(|p| p.format == format && p.kernel.is_none() && p.batch_size == 1)
-            .unwrap();
         let t = std::time::Instant::now();
-        let mut lm = open(&model, &platform).unwrap_or_else(|e| panic!("{platform}: {e}"));
+        let mut lm = gpu_all_positions(&dir, format).unwrap_or_else(|e| panic!("{format}: {e}"));
         let load = t.elapsed();
-        lm.forward(Batch::Tokens(&[&prompts[0]])).unwrap();
+        let platform = lm.platform().clone();
+        lm.logits_from(&prompts[0], 64).unwrap();
         let t = std::time::Instant::now();
         let got: Vec<Vec<f32>> = prompts
             .iter()
-            .flat_map(|p| lm.forward(Batch::Tokens(&[p.as_slice()])).unwrap())
+            .flat_map(|p| lm.logits_from(p, p.len()).unwrap())
             .collect();
         let pass = t.elapsed() / prompts.len() as u32;
         assert!(got.iter().flatten().all(|v| v.is_finite()), "{platform}");
+        let t = std::time::Instant::now();
+        let scored = lm.logits_from(&answer, 64).unwrap();
+        let forced = t.elapsed();
+        assert_eq!(scored.len(), 257, "{platform}");
         println!(
-            "{platform}: loaded in {:.1} s; one 64-token prompt's pass {:.1} ms ({:.2} ms per token)",
+            "{platform}: loaded in {:.1} s; one 64-token prompt's pass {:.1} ms ({:.2} ms per \
+             token); 256 answer positions scored in one pass in {:.1} ms ({:.2} ms per audited \
+             token, the logits brought back included)",
             load.as_secs_f64(),
             pass.as_secs_f64() * 1e3,
-            pass.as_secs_f64() * 1e3 / 64.0
+            pass.as_secs_f64() * 1e3 / 64.0,
+            forced.as_secs_f64() * 1e3,
+            forced.as_secs_f64() * 1e3 / 256.0
         );
         answers.push(got);
         drop(lm);

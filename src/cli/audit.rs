@@ -48,6 +48,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 servers: a.engines.reference_server.clone(),
                 endpoints: a.engines.reference_endpoint.clone(),
                 endpoint_key_env: a.engines.reference_key_env.clone(),
+                gpus: a.engines.reference_gpu.clone(),
                 residency: a.fresh_memory,
                 context: a.fresh_context,
             }),

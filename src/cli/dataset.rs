@@ -28,7 +28,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 answers: &forced.answers,
                 weights: &forced.weights,
                 formats: forced.formats,
-                servers: engines.engines()?,
+                servers: engines.engines(&forced.weights)?,
                 started: started.started_engines(),
                 out: &out,
                 mode: hspi_datasets::OpenMode::from_flags(false, force),

@@ -1,9 +1,9 @@
 //! The CUDA backend's stand-in for builds without the `cuda` feature: it owns GPU platforms and
 //! says why it cannot run them, so callers need no `cfg`.
 
-use hspi_datasets::{Hardware, Platform};
+use hspi_datasets::{Hardware, NumericFormat, Platform};
 
-use super::{Backend, ImageRunner, Runner};
+use super::{AllPositions, Backend, ImageRunner, Runner};
 use crate::error::{CollectError, Result};
 use crate::zoo::{ImageModel, Model, ModelId};
 
@@ -42,4 +42,12 @@ impl Backend for Cuda {
     fn parallel_images(&self) -> bool {
         false
     }
+}
+
+/// hspi's GPU pass as a teacher-forcing engine: none without the `cuda` feature.
+pub fn gpu_all_positions(
+    _weights: &std::path::Path,
+    _format: NumericFormat,
+) -> Result<Box<dyn AllPositions>> {
+    Err(CollectError::NoCudaDriver)
 }

@@ -15,9 +15,9 @@ mod runner;
 
 pub use crate::zoo::{forward_layers, CandleLayer};
 pub use candle_cpu::{CandleCpu, QuantizedLm, TinyLmRunner};
-pub use cuda::Cuda;
+pub use cuda::{gpu_all_positions, Cuda};
 pub use emulated::Emulated;
-pub use runner::{Batch, ImagePool, ImageRunner, Runner};
+pub use runner::{AllPositions, Batch, ImagePool, ImageRunner, Runner};
 
 use hspi_datasets::{GpuInfo, Hardware, Platform};
 

@@ -119,3 +119,11 @@ impl Runner for ImagePool {
         })
     }
 }
+
+/// A language model at one platform scoring every position of a given token sequence in one
+/// causal pass: a fresh audit's teacher forcing, as a serving engine computes prompt logprobs.
+pub trait AllPositions: Send {
+    fn platform(&self) -> &Platform;
+    /// Logits after each prefix `tokens[..k]`, `k` from `from` to the whole.
+    fn logits_from(&mut self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>>;
+}

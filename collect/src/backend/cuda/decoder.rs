@@ -17,7 +17,7 @@ use hspi_datasets::Platform;
 use super::cuda_err;
 use super::gemm::{DeviceMatrix, Gemm};
 use super::kernels::{grid, int, Kernels, Storage};
-use crate::backend::{Batch, Runner};
+use crate::backend::{AllPositions, Batch, Runner};
 use crate::error::{CollectError, Result};
 use crate::zoo::architecture::Activation;
 use crate::zoo::decoder_weights::{self, inverse_frequencies, rotary_position, ModelConfig};
@@ -398,9 +398,27 @@ impl CudaLm {
 
     /// Next-token logits over the whole vocabulary for each prompt, all prompts in one batch.
     pub fn next_token_logits(&self, prompts: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let (x, ends) = self.hidden(prompts)?;
+        let last: Vec<i32> = ends.iter().map(|e| e - 1).collect();
+        self.head(&x, &last)
+    }
+
+    /// Logits over the whole vocabulary after each prefix `tokens[..k]`, `k` from `from` to the
+    /// whole, from one causal pass over `tokens` (teacher forcing on given tokens, as a serving
+    /// engine's prompt logprobs are computed: every position's row in the same GEMMs).
+    pub fn logits_from(&self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>> {
+        let (x, _) = self.hidden(&[tokens])?;
+        let n = tokens.len();
+        let rows: Vec<i32> = (from.clamp(1, n)..=n).map(|k| (k - 1) as i32).collect();
+        self.head(&x, &rows)
+    }
+
+    /// The last block's output for every token of `prompts`, packed into rows in order, and
+    /// where each prompt's rows end.
+    fn hidden(&self, prompts: &[&[u32]]) -> Result<(CudaSlice<f32>, Vec<i32>)> {
         let c = &self.config;
         let mut tokens = Vec::new();
-        let (mut pos, mut seq_start, mut last) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut pos, mut seq_start, mut ends) = (Vec::new(), Vec::new(), Vec::new());
         for prompt in prompts {
             if prompt.is_empty() || prompt.len() > MAX_KEYS {
                 return Err(CollectError::Cuda(format!(
@@ -420,7 +438,7 @@ impl CudaLm {
                 pos.push(p as i32);
                 seq_start.push(start as i32);
             }
-            last.push((tokens.len() - 1) as i32);
+            ends.push(tokens.len() as i32);
         }
         let rows = tokens.len();
         let dim = c.hidden;
@@ -430,11 +448,7 @@ impl CudaLm {
             .copied()
             .collect();
         let upload_i32 = |v: &[i32]| self.stream.clone_htod(v).map_err(cuda_err);
-        let (pos, seq_start, last) = (
-            upload_i32(&pos)?,
-            upload_i32(&seq_start)?,
-            upload_i32(&last)?,
-        );
+        let (pos, seq_start) = (upload_i32(&pos)?, upload_i32(&seq_start)?);
         let mut x = self.stream.clone_htod(&x_host).map_err(cuda_err)?;
         let hd = c.head_dim();
         let (q_dim, kv_dim) = (c.heads * hd, c.kv_heads * hd);
@@ -475,19 +489,35 @@ impl CudaLm {
             }
             self.elementwise(&self.f.add_store, &mut x, &d)?;
         }
-        let batch = prompts.len();
-        let mut ends = self.kernels.alloc::<f32>(batch * dim)?;
+        Ok((x, ends))
+    }
+
+    /// The final norm and the output projection of the rows `rows` of `x`, all in one GEMM.
+    fn head(&self, x: &CudaSlice<f32>, rows: &[i32]) -> Result<Vec<Vec<f32>>> {
+        let (vocab, dim, count) = (self.config.vocab, self.config.hidden, rows.len());
+        let indexes = self.stream.clone_htod(rows).map_err(cuda_err)?;
+        let mut picked = self.kernels.alloc::<f32>(count * dim)?;
         {
-            let (n, d) = (int(batch), int(dim));
+            let (n, d) = (int(count), int(dim));
             let mut launch = self.stream.launch_builder(&self.f.gather_rows);
-            launch.arg(&x).arg(&mut ends).arg(&last).arg(&n).arg(&d);
-            // SAFETY: `last` holds batch row indexes below rows; ends holds batch·dim values.
-            unsafe { launch.launch(grid(batch * dim)) }.map_err(cuda_err)?;
+            launch.arg(x).arg(&mut picked).arg(&indexes).arg(&n).arg(&d);
+            // SAFETY: `rows` holds count row indexes of x; picked holds count·dim values.
+            unsafe { launch.launch(grid(count * dim)) }.map_err(cuda_err)?;
         }
-        let h = self.rms_norm(&ends, &self.out_norm, batch, dim)?;
-        let logits = self.linear(&self.output, &h, c.vocab, batch, dim)?;
+        let h = self.rms_norm(&picked, &self.out_norm, count, dim)?;
+        let logits = self.linear(&self.output, &h, vocab, count, dim)?;
         let flat = self.stream.clone_dtoh(&logits).map_err(cuda_err)?;
-        Ok(flat.chunks(c.vocab).map(<[f32]>::to_vec).collect())
+        Ok(flat.chunks(vocab).map(<[f32]>::to_vec).collect())
+    }
+}
+
+impl AllPositions for CudaLm {
+    fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    fn logits_from(&mut self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>> {
+        CudaLm::logits_from(self, tokens, from)
     }
 }
 

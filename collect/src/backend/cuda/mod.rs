@@ -200,6 +200,27 @@ fn cuda_platforms() -> Vec<Platform> {
     out
 }
 
+/// The model whose weights are at `weights` on this machine's first GPU at cuBLAS's `format`
+/// (f32 accumulation, one sequence at a time), scoring every position of a sequence in one pass:
+/// a fresh audit's reference engine (`--reference-gpu`).
+pub fn gpu_all_positions(
+    weights: &std::path::Path,
+    format: NumericFormat,
+) -> Result<Box<dyn crate::backend::AllPositions>> {
+    libraries()?;
+    let platforms = cuda_platforms();
+    let platform = platforms
+        .iter()
+        .find(|p| p.format == format && p.batch_size == 1 && p.kernel.is_none())
+        .ok_or_else(|| match platforms.is_empty() {
+            true => CollectError::Cuda("the driver reports no GPU".into()),
+            false => CollectError::Cuda(format!(
+                "the GPU pass computes f32, tf32, f16 and bf16, not {format}"
+            )),
+        })?;
+    Ok(Box::new(CudaLm::load(weights, platform)?))
+}
+
 /// The context of the GPU `platform` names, or why there is none.
 fn context_for(platform: &Platform) -> std::result::Result<Arc<CudaContext>, CollectError> {
     libraries()?;

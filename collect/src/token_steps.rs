@@ -1,0 +1,51 @@
+//! A teacher-forced position as a record holds it: from a reference engine's logits at each
+//! position of an answer, the provider's token with its logprob and the engine's best `top`
+//! (ties by id), logprobs printed exactly. One rule for hspi's CPU formats and its GPU pass.
+
+use hspi_datasets::{Logprob, TokenStep, TopEntry};
+
+use crate::serve::log_softmax;
+use crate::zoo::codec::Codec;
+
+/// The steps of `ids`, each scored by its row of `logits` (the logits before that token).
+pub(crate) fn token_steps(
+    codec: &Codec,
+    logits: &[Vec<f32>],
+    ids: &[u32],
+    top: usize,
+) -> Vec<TokenStep> {
+    logits
+        .iter()
+        .zip(ids)
+        .map(|(row, id)| step(codec, &log_softmax(row), *id, top))
+        .collect()
+}
+
+/// One position: the given token with its logprob, and the `top` best (ties by id).
+fn step(codec: &Codec, lp: &[f32], id: u32, top: usize) -> TokenStep {
+    let entry = |i: usize| TopEntry {
+        token: String::from_utf8_lossy(&codec.token_bytes(i as u32)).into_owned(),
+        id: Some(i as u32),
+        logprob: logprob(lp[i]),
+    };
+    let mut order: Vec<usize> = (0..lp.len()).collect();
+    let k = top.min(lp.len());
+    order.select_nth_unstable_by(k.saturating_sub(1).min(lp.len() - 1), |a, b| {
+        lp[*b].total_cmp(&lp[*a]).then(a.cmp(b))
+    });
+    order.truncate(k);
+    order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
+    let at = (id as usize).min(lp.len() - 1);
+    TokenStep {
+        token: String::from_utf8_lossy(&codec.token_bytes(id)).into_owned(),
+        id: Some(id),
+        bytes: Some(codec.token_bytes(id)),
+        logprob: Some(logprob(lp[at])),
+        top: order.into_iter().map(entry).collect(),
+    }
+}
+
+/// An f32 printed exactly (17 significant digits), as llama.cpp prints logprobs.
+fn logprob(v: f32) -> Logprob {
+    Logprob::parse(&format!("{:.17e}", f64::from(v))).expect("a finite f32 prints as a number")
+}

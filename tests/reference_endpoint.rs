@@ -60,7 +60,6 @@ fn an_endpoint_that_scores_other_tokens_or_does_not_answer_is_refused() {
     let counting = common::proxy::Proxy::start(&provider.url, Box::new(|_, _| None));
     let tmp = tempfile::tempdir().unwrap();
     let w = llama::smollm2_gguf();
-    let url = format!("{}/v1/chat/completions", counting.url);
     let endpoint = format!("http://127.0.0.1:1={VLLM_F32}");
     let pack = common::shipped_pack();
     for (name, engine, why) in [
@@ -71,26 +70,12 @@ fn an_endpoint_that_scores_other_tokens_or_does_not_answer_is_refused() {
         ),
         ("no-gpu", ["--reference-gpu", "bf16"], "CUDA"),
     ] {
+        let mut extra = vec!["--weights", w.to_str().unwrap(), "--fresh-formats", "none"];
+        extra.extend(engine);
         let out = tmp.path().join(name);
-        let mut args = vec![
-            "audit",
-            "--endpoint",
-            &url,
-            "--pack",
-            pack.to_str().unwrap(),
-            "--claim",
-            "*/*/f16/*",
-            "--out",
-            out.to_str().unwrap(),
-            "--weights",
-            w.to_str().unwrap(),
-            "--fresh-formats",
-            "none",
-        ];
-        args.extend(engine);
-        let r = common::run(&args);
-        assert_eq!(r.code, 2, "{name}: {}", r.stderr);
-        assert!(r.stderr.contains(why), "{name}: {}", r.stderr);
+        let (code, _, err) = common::pack_audit(&pack, &counting.url, "*/*/f16/*", &out, &extra);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert!(err.contains(why), "{name}: {err}");
         assert_eq!(
             counting.requests.load(std::sync::atomic::Ordering::SeqCst),
             0,

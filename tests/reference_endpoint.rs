@@ -188,12 +188,15 @@ fn vllm_prompt_logprobs_score_the_providers_tokens() {
         62,
         "*/*/f16/*",
         "llama.cpp F16 claimed f16",
+        200,
     );
     sold_as_f16(&spec, &tmp, "Q8_0", 63);
 }
 
 /// An honest provider `base` claimed as it is (`claim`), audited with the vLLM engine `spec`
-/// beside hspi's llama.cpp formats: never accused, consistent 200/200 (docs/how-hspi-decides.md).
+/// beside hspi's llama.cpp formats: never accused, consistent in `stated` of 200 as
+/// docs/how-hspi-decides.md states.
+#[allow(clippy::too_many_arguments)]
 fn honest(
     spec: &str,
     tmp: &tempfile::TempDir,
@@ -202,6 +205,7 @@ fn honest(
     seed: u64,
     claim: &str,
     what: &str,
+    stated: u64,
 ) {
     let t = replay_at(
         spec,
@@ -216,7 +220,7 @@ fn honest(
     common::assert_stated_live(
         &format!("{what} consistent: {t}"),
         common::fresh::verdicts(&t, "consistent"),
-        200,
+        stated,
     );
 }
 
@@ -263,6 +267,7 @@ fn vllm_references_figures() {
         61,
         "*/*/f32/*",
         "vLLM fp32 claimed f32",
+        200,
     );
     sold_as_f16(&spec, &tmp, "Q4_0", 64);
     let f16 = llama::start("avx2", "F16");
@@ -270,20 +275,15 @@ fn vllm_references_figures() {
     // llama.cpp at F32 claimed f32, with vLLM fp32 the only f32 reference (another engine):
     // never accused; consistent where 64 tokens show it, else inconclusive.
     let f32_server = llama::start("avx2", "F32");
-    let t = replay_at(
+    // docs/how-hspi-decides.md: consistent 144/200, the rest inconclusive.
+    honest(
         &spec,
-        &llama_formats(),
-        &tmp.path().join("llama-f32"),
+        &tmp,
+        "llama-f32",
         &f32_server.url,
         66,
-        &["*/*/f32/*"],
-    )
-    .remove(0);
-    assert_eq!(common::fresh::verdicts(&t, "mismatch"), 0, "llama F32: {t}");
-    // docs/how-hspi-decides.md: consistent 144/200, the rest inconclusive.
-    common::assert_stated_live(
-        &format!("llama-server F32 claimed f32 consistent: {t}"),
-        common::fresh::verdicts(&t, "consistent"),
+        "*/*/f32/*",
+        "llama-server F32 claimed f32",
         144,
     );
     drop(f32_server);

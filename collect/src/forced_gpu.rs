@@ -10,7 +10,7 @@ use hspi_datasets::{NumericFormat, Platform, TokenStep};
 
 use crate::backend::AllPositions;
 use crate::error::Result;
-use crate::token_steps::token_steps;
+use crate::token_steps::forced_steps;
 use crate::zoo::codec::Codec;
 
 pub struct GpuReference {
@@ -38,9 +38,9 @@ impl GpuReference {
         prompt_len: usize,
         top: usize,
     ) -> Result<Vec<TokenStep>> {
-        let rows = self
-            .lm
-            .logits_from(&context[..context.len() - 1], prompt_len)?;
-        Ok(token_steps(&self.codec, &rows, &context[prompt_len..], top))
+        let lm = &mut self.lm;
+        forced_steps(&self.codec, context, prompt_len, top, |tokens, from| {
+            lm.logits_from(tokens, from)
+        })
     }
 }

@@ -14,7 +14,7 @@ use crate::error::{CollectError, Result};
 pub use crate::forced_server::ServerReference;
 pub use crate::reference_engine::ReferenceEngine;
 pub use crate::residency::Residency;
-use crate::token_steps::token_steps;
+use crate::token_steps::forced_steps;
 use crate::zoo::chat_template::Message;
 use crate::zoo::codec::Codec;
 use crate::zoo::decoder_weights::DecoderWeights;
@@ -41,13 +41,17 @@ impl ForcedLm {
         prompt_len: usize,
         top: usize,
     ) -> Result<Vec<TokenStep>> {
-        let tokens = &context[..context.len() - 1];
-        let rows = match self {
-            ForcedLm::Gguf(lm) => lm.logits_whole(tokens, prompt_len)?,
-            ForcedLm::Served(lm) => lm.logits_from(tokens, prompt_len)?,
-            ForcedLm::Server(server) => return server.steps(context, prompt_len, top),
-        };
-        Ok(token_steps(codec, &rows, &context[prompt_len..], top))
+        match self {
+            ForcedLm::Gguf(lm) => forced_steps(codec, context, prompt_len, top, |tokens, from| {
+                lm.logits_whole(tokens, from)
+            }),
+            ForcedLm::Served(lm) => {
+                forced_steps(codec, context, prompt_len, top, |tokens, from| {
+                    lm.logits_from(tokens, from)
+                })
+            }
+            ForcedLm::Server(server) => server.steps(context, prompt_len, top),
+        }
     }
 }
 

@@ -4,21 +4,26 @@
 
 use hspi_datasets::{Logprob, TokenStep, TopEntry};
 
+use crate::error::Result;
 use crate::serve::log_softmax;
 use crate::zoo::codec::Codec;
 
-/// The steps of `ids`, each scored by its row of `logits` (the logits before that token).
-pub(crate) fn token_steps(
+/// The steps at each generated position of `context` (`prompt_len..`), from an engine's logits
+/// after each prefix: `logits(tokens, from)` over the context but its last token, from the
+/// prompt's end (one row per generated token).
+pub(crate) fn forced_steps(
     codec: &Codec,
-    logits: &[Vec<f32>],
-    ids: &[u32],
+    context: &[u32],
+    prompt_len: usize,
     top: usize,
-) -> Vec<TokenStep> {
-    logits
+    logits: impl FnOnce(&[u32], usize) -> Result<Vec<Vec<f32>>>,
+) -> Result<Vec<TokenStep>> {
+    let rows = logits(&context[..context.len() - 1], prompt_len)?;
+    Ok(rows
         .iter()
-        .zip(ids)
+        .zip(&context[prompt_len..])
         .map(|(row, id)| step(codec, &log_softmax(row), *id, top))
-        .collect()
+        .collect())
 }
 
 /// One position: the given token with its logprob, and the `top` best (ties by id).

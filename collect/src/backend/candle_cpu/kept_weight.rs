@@ -12,6 +12,7 @@ use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
 use candle_core::{Device, Module, Tensor};
 
 use super::unpacked_q5::UnpackedQ5;
+use super::unpacked_q8::UnpackedQ8;
 use crate::error::Result;
 
 /// A matrix for `x · Wᵀ`.
@@ -22,15 +23,18 @@ pub enum KeptMatrix {
     Float(Arc<QTensor>),
     /// Q5_0 or Q5_1, its levels unpacked (candle's bits, faster).
     Unpacked(Box<UnpackedQ5>),
+    /// Q8_0 or Q4_0 on an AVX2 CPU, its levels unpacked (candle's AVX2 bits on every such CPU).
+    Unpacked8(Box<UnpackedQ8>),
 }
 
 impl KeptMatrix {
     pub fn new(t: Arc<QTensor>) -> Result<KeptMatrix> {
         Ok(match t.dtype() {
             GgmlDType::F16 | GgmlDType::BF16 => KeptMatrix::Float(t),
-            _ => match UnpackedQ5::new(&t)? {
-                Some(unpacked) => KeptMatrix::Unpacked(Box::new(unpacked)),
-                None => KeptMatrix::Resident(QMatMul::from_arc(t)?),
+            _ => match (UnpackedQ5::new(&t)?, UnpackedQ8::new(&t)?) {
+                (Some(unpacked), _) => KeptMatrix::Unpacked(Box::new(unpacked)),
+                (_, Some(unpacked)) => KeptMatrix::Unpacked8(Box::new(unpacked)),
+                _ => KeptMatrix::Resident(QMatMul::from_arc(t)?),
             },
         })
     }
@@ -39,6 +43,7 @@ impl KeptMatrix {
         Ok(match self {
             KeptMatrix::Resident(m) => m.forward(x)?,
             KeptMatrix::Unpacked(m) => m.forward(x)?,
+            KeptMatrix::Unpacked8(m) => m.forward(x)?,
             KeptMatrix::Float(t) => {
                 let (rows, _) = t.shape().dims2()?;
                 if rows <= WIDENED_ROWS {

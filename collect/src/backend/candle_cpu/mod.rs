@@ -15,7 +15,9 @@ mod kv_cache;
 mod llama_file_type;
 mod served_lm;
 mod tiny_lm;
+mod unpacked_activations;
 mod unpacked_q5;
+mod unpacked_q8;
 
 pub use gguf_all_positions::GgufAllPositions;
 pub use gguf_lm::QuantizedLm;

@@ -7,13 +7,12 @@
 //! (`unpacked_q5_gives_candles_bits`).
 
 use candle_core::quantized::{GgmlDType, QTensor};
-use candle_core::{Device, Tensor};
+use candle_core::Tensor;
 use half::f16;
 
-use crate::error::{CollectError, Result};
+use super::unpacked_activations::{by_columns, Activations, BLOCK};
 
-/// Weights per block of both types (and of their activations' Q8_0 / Q8_1 blocks).
-const BLOCK: usize = 32;
+use crate::error::{CollectError, Result};
 
 /// A Q5_0 or Q5_1 matrix (`[rows, cols]`) with its levels unpacked.
 pub struct UnpackedQ5 {
@@ -26,14 +25,6 @@ pub struct UnpackedQ5 {
     /// Each block's scale, then (Q5_1) its minimum, as f32.
     scales: Vec<f32>,
     mins: Vec<f32>,
-}
-
-/// One activation block as candle quantises it for these types (Q8_0, and Q8_1's sum).
-struct ActivationBlock {
-    levels: [i8; BLOCK],
-    scale: f32,
-    /// Q8_1's `s`: the levels' sum times the scale, in f16.
-    sum: f32,
 }
 
 impl UnpackedQ5 {
@@ -92,83 +83,71 @@ impl UnpackedQ5 {
 
     /// `x · Wᵀ` for `x` of any rank whose last dimension is the matrix's width.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let mut dims = x.dims().to_vec();
-        let values = x.flatten_all()?.to_vec1::<f32>()?;
-        let positions = values.len() / self.cols;
-        let activations: Vec<Vec<ActivationBlock>> = values
-            .chunks_exact(self.cols)
-            .map(|row| row.chunks_exact(BLOCK).map(quantise).collect())
-            .collect();
-        let mut out = vec![0f32; positions * self.rows];
-        // Output columns split over the cores (each product is one worker's alone).
-        let workers = std::thread::available_parallelism().map_or(1, usize::from);
-        let per = self.rows.div_ceil(workers).max(1);
-        let mut columns: Vec<Vec<f32>> = vec![Vec::new(); self.rows.div_ceil(per)];
-        std::thread::scope(|scope| {
-            for (w, part) in columns.iter_mut().enumerate() {
-                let activations = &activations;
-                scope.spawn(move || {
-                    let range = w * per..((w + 1) * per).min(self.rows);
-                    for row in activations {
-                        for col in range.clone() {
-                            part.push(self.dot(col, row));
-                        }
-                    }
-                });
-            }
-        });
-        for (w, part) in columns.iter().enumerate() {
-            let width = part.len() / positions.max(1);
-            for (p, chunk) in part.chunks(width.max(1)).enumerate() {
-                let at = p * self.rows + w * per;
-                out[at..at + chunk.len()].copy_from_slice(chunk);
-            }
-        }
-        *dims.last_mut().expect("a matrix's input has a dimension") = self.rows;
-        Ok(Tensor::from_vec(out, dims, &Device::Cpu)?)
+        by_columns(x, self.rows, self.cols, |range, a| self.columns(range, a))
     }
 
-    /// Row `col` of the matrix with one position's activation blocks, in candle's float steps:
-    /// `sumf += sumi · d_w · d_x` (Q5_0), `sumf += sumi · d_w · d_x + m_w · s_x` (Q5_1).
-    fn dot(&self, col: usize, activation: &[ActivationBlock]) -> f32 {
+    /// Columns `range` of the product, column-major (each column's positions together), on the
+    /// widest integer instructions this CPU has: the integer sums are exact in any order, so
+    /// the bits are the same on every path.
+    fn columns(&self, range: std::ops::Range<usize>, a: &Activations) -> Vec<f32> {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is present, checked just above.
+            return unsafe { self.columns_avx2(range, a) };
+        }
+        self.columns_portable(range, a)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn columns_avx2(&self, range: std::ops::Range<usize>, a: &Activations) -> Vec<f32> {
+        self.columns_portable(range, a)
+    }
+
+    #[inline(always)]
+    fn columns_portable(&self, range: std::ops::Range<usize>, a: &Activations) -> Vec<f32> {
         let blocks = self.cols / BLOCK;
-        let levels = &self.levels[col * self.cols..(col + 1) * self.cols];
-        let mut sumf = 0f32;
-        for (b, a) in activation.iter().enumerate() {
-            let w = &levels[b * BLOCK..(b + 1) * BLOCK];
-            let sumi: i32 = w
-                .iter()
-                .zip(&a.levels)
-                .map(|(&w, &x)| w as i32 * x as i32)
-                .sum();
-            let at = col * blocks + b;
-            if self.with_min {
-                sumf += sumi as f32 * self.scales[at] * a.scale + self.mins[at] * a.sum;
-            } else {
-                sumf += sumi as f32 * self.scales[at] * a.scale;
+        let mut out = Vec::with_capacity(range.len() * a.positions);
+        for col in range {
+            let levels = &self.levels[col * self.cols..(col + 1) * self.cols];
+            let scales = &self.scales[col * blocks..(col + 1) * blocks];
+            for p in 0..a.positions {
+                let x = &a.levels[p * self.cols..(p + 1) * self.cols];
+                let (x_scales, x_sums) = (
+                    &a.scales[p * blocks..(p + 1) * blocks],
+                    &a.sums[p * blocks..(p + 1) * blocks],
+                );
+                let mut sumf = 0f32;
+                for b in 0..blocks {
+                    let sumi = block_sum(
+                        &levels[b * BLOCK..(b + 1) * BLOCK],
+                        &x[b * BLOCK..(b + 1) * BLOCK],
+                    );
+                    let product = sumi as f32 * scales[b] * x_scales[b];
+                    sumf += match self.with_min {
+                        true => product + self.mins[col * blocks + b] * x_sums[b],
+                        false => product,
+                    };
+                }
+                out.push(sumf);
             }
         }
-        sumf
+        out
     }
 }
 
-/// candle's `BlockQ8_0::from_float` / `BlockQ8_1::from_float` of one block (the scale from the
-/// largest magnitude, levels rounded half away from zero; Q8_1's sum as f16 times the f16 scale).
-fn quantise(xs: &[f32]) -> ActivationBlock {
-    let amax = xs.iter().fold(0f32, |m, x| m.max(x.abs()));
-    let d = amax / 127.0;
-    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-    let mut levels = [0i8; BLOCK];
-    for (l, &x) in levels.iter_mut().zip(xs) {
-        *l = (x * id).round() as i8;
+/// One block's integer products summed (exact).
+#[inline(always)]
+fn block_sum(w: &[i8], x: &[i8]) -> i32 {
+    let (w, x): (&[i8; BLOCK], &[i8; BLOCK]) = (
+        w.try_into().expect("a whole block"),
+        x.try_into().expect("a whole block"),
+    );
+    let mut sum = 0i32;
+    for i in 0..BLOCK {
+        sum += w[i] as i32 * x[i] as i32;
     }
-    let scale = f16::from_f32(d);
-    let sum: i32 = levels.iter().map(|&l| l as i32).sum();
-    ActivationBlock {
-        levels,
-        scale: scale.to_f32(),
-        sum: (f16::from_f32(sum as f32) * scale).to_f32(),
-    }
+    sum
 }
 
 #[cfg(test)]
@@ -176,6 +155,7 @@ mod tests {
     use super::super::bits;
     use super::*;
     use candle_core::quantized::QMatMul;
+    use candle_core::Device;
     use candle_core::Module;
 
     /// Both types, one position and several, odd and even row counts: every output's bits are

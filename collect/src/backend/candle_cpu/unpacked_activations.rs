@@ -1,0 +1,94 @@
+//! What the unpacked kernels (`unpacked_q5`, `unpacked_q8`) share: a pass's activations
+//! quantised to 8-bit blocks as candle quantises them for these weight types, and the product
+//! split over the cores by output column, each worker taking one column's weights through every
+//! position (so a weight is read from memory once per pass, not once per position).
+
+use candle_core::{Device, Tensor};
+use half::f16;
+
+use crate::error::Result;
+
+/// Values per block of every type these kernels multiply (Q4_0, Q5_0, Q5_1, Q8_0) and of their
+/// activations' Q8_0 / Q8_1 blocks.
+pub const BLOCK: usize = 32;
+
+/// Every position's activation blocks, position by position: Q8_0's levels and scale (the f16
+/// scale as f32), and Q8_1's sum.
+pub struct Activations {
+    pub positions: usize,
+    pub levels: Vec<i8>,
+    pub scales: Vec<f32>,
+    pub sums: Vec<f32>,
+}
+
+impl Activations {
+    /// `values`, `cols` per position, quantised.
+    pub fn of(values: &[f32], cols: usize) -> Activations {
+        let positions = values.len() / cols;
+        let blocks = positions * cols / BLOCK;
+        let mut a = Activations {
+            positions,
+            levels: Vec::with_capacity(positions * cols),
+            scales: Vec::with_capacity(blocks),
+            sums: Vec::with_capacity(blocks),
+        };
+        for block in values[..positions * cols].chunks_exact(BLOCK) {
+            quantise(block, &mut a);
+        }
+        a
+    }
+}
+
+/// candle's `BlockQ8_0::from_float` / `BlockQ8_1::from_float` of one block appended to `a` (the
+/// scale from the largest magnitude, levels rounded half away from zero; Q8_1's sum as f16 times
+/// the f16 scale).
+fn quantise(xs: &[f32], a: &mut Activations) {
+    let amax = xs.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let d = amax / 127.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    let mut sum = 0i32;
+    for &x in xs {
+        let level = (x * id).round() as i8;
+        sum += level as i32;
+        a.levels.push(level);
+    }
+    let scale = f16::from_f32(d);
+    a.scales.push(scale.to_f32());
+    a.sums.push((f16::from_f32(sum as f32) * scale).to_f32());
+}
+
+/// `x · Wᵀ` for a matrix of `rows` × `cols` and `x` of any rank whose last dimension is `cols`:
+/// `columns(range, activations)` gives columns `range` of the product, column by column (each
+/// column's positions together), on one worker per core.
+pub fn by_columns(
+    x: &Tensor,
+    rows: usize,
+    cols: usize,
+    columns: impl Fn(std::ops::Range<usize>, &Activations) -> Vec<f32> + Sync,
+) -> Result<Tensor> {
+    let mut dims = x.dims().to_vec();
+    let values = x.flatten_all()?.to_vec1::<f32>()?;
+    let activations = Activations::of(&values, cols);
+    let positions = activations.positions;
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let per = rows.div_ceil(workers).max(1);
+    let mut parts: Vec<Vec<f32>> = vec![Vec::new(); rows.div_ceil(per)];
+    std::thread::scope(|scope| {
+        for (w, part) in parts.iter_mut().enumerate() {
+            let (activations, columns) = (&activations, &columns);
+            scope.spawn(move || {
+                *part = columns(w * per..((w + 1) * per).min(rows), activations);
+            });
+        }
+    });
+    let mut out = vec![0f32; positions * rows];
+    for (w, part) in parts.iter().enumerate() {
+        for (c, column) in part.chunks(positions.max(1)).enumerate() {
+            for (p, v) in column.iter().enumerate() {
+                out[p * rows + w * per + c] = *v;
+            }
+        }
+    }
+    *dims.last_mut().expect("a matrix's input has a dimension") = rows;
+    Ok(Tensor::from_vec(out, dims, &Device::Cpu)?)
+}

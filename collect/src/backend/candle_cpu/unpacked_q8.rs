@@ -1,0 +1,239 @@
+//! Q8_0 and Q4_0 matrices multiplied as candle's AVX2 kernels multiply them
+//! (`vec_dot_q8_0_q8_0`, `vec_dot_q4_0_q8_0`: llama.cpp's, against Q8_0 activations), faster and
+//! on every AVX2 CPU alike. candle 0.11 converts both blocks' f16 scales for every product and
+//! reads each weight once per position; and on CPUs with AVX-VNNI it multiplies Q8_0 matrices
+//! whose width is a multiple of 256 against Q8_K activations (one scale per 256 values, not
+//! llama.cpp's one per 32), so its bits, and its distance from llama.cpp, depended on the CPU.
+//! Here the weights' levels are unpacked and their scales widened once, when the matrix is loaded,
+//! and each product takes candle's AVX2 steps in candle's order: the same bits
+//! (`unpacked_q8_gives_candles_avx2_bits`). Without AVX2 and FMA, candle's own kernels run.
+
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::Tensor;
+use half::f16;
+
+use super::unpacked_activations::{by_columns, Activations, BLOCK};
+use crate::error::{CollectError, Result};
+
+/// A Q8_0 or Q4_0 matrix (`[rows, cols]`) with its levels unpacked (Q4_0's as `nibble - 8`, in
+/// the order candle's `bytes_from_nibbles_32` lays them out) and its scales as f32.
+pub struct UnpackedQ8 {
+    rows: usize,
+    cols: usize,
+    levels: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+/// Whether this CPU takes candle's AVX2 path for these types (its `has_avx2_fma`).
+fn avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+impl UnpackedQ8 {
+    /// `t`'s blocks unpacked; `None` for another type, or where this CPU lacks AVX2 and FMA.
+    pub fn new(t: &QTensor) -> Result<Option<UnpackedQ8>> {
+        let block_bytes = match t.dtype() {
+            GgmlDType::Q8_0 => 34,
+            GgmlDType::Q4_0 => 18,
+            _ => return Ok(None),
+        };
+        if !avx2_fma() {
+            return Ok(None);
+        }
+        let (rows, cols) = t.shape().dims2()?;
+        let data = t.data()?;
+        let blocks = rows * cols / BLOCK;
+        if cols % BLOCK != 0 || data.len() != blocks * block_bytes {
+            return Err(CollectError::Candle(format!(
+                "a {:?} matrix of {rows}×{cols} holds {} bytes",
+                t.dtype(),
+                data.len()
+            )));
+        }
+        let mut levels = Vec::with_capacity(rows * cols);
+        let mut scales = Vec::with_capacity(blocks);
+        for b in data.chunks_exact(block_bytes) {
+            scales.push(f16::from_le_bytes([b[0], b[1]]).to_f32());
+            let qs = &b[2..];
+            if t.dtype() == GgmlDType::Q8_0 {
+                levels.extend(qs.iter().map(|&q| q as i8));
+            } else {
+                levels.extend(qs.iter().map(|&q| (q & 0x0F) as i8 - 8));
+                levels.extend(qs.iter().map(|&q| (q >> 4) as i8 - 8));
+            }
+        }
+        Ok(Some(UnpackedQ8 {
+            rows,
+            cols,
+            levels,
+            scales,
+        }))
+    }
+
+    /// `x · Wᵀ` for `x` of any rank whose last dimension is the matrix's width.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        by_columns(x, self.rows, self.cols, |range, a| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                // SAFETY: made only where AVX2 and FMA are present (`new`).
+                unsafe { self.columns_avx2(range, a) }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                let _ = (range, a);
+                unreachable!("made only on x86_64 CPUs with AVX2")
+            }
+        })
+    }
+
+    /// Columns `range` of the product, four positions at a time sharing each weight block's
+    /// load; each product's steps are candle's `vec_dot_q8_0_q8_0`: per block the scale
+    /// `d_w · d_x`, the levels' products summed in pairs of pairs to eight i32 lanes as f32,
+    /// fused into eight f32 accumulators, summed horizontally at the end.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn columns_avx2(&self, range: std::ops::Range<usize>, a: &Activations) -> Vec<f32> {
+        use std::arch::x86_64::*;
+        let blocks = self.cols / BLOCK;
+        let mut out = Vec::with_capacity(range.len() * a.positions);
+        let load = |levels: &[i8], b: usize| {
+            // SAFETY: a whole block of 32 levels lies at `b * BLOCK`.
+            unsafe { _mm256_loadu_si256(levels[b * BLOCK..].as_ptr() as *const __m256i) }
+        };
+        for col in range {
+            let w = &self.levels[col * self.cols..(col + 1) * self.cols];
+            let w_scales = &self.scales[col * blocks..(col + 1) * blocks];
+            let mut p = 0;
+            while p < a.positions {
+                let n = (a.positions - p).min(4);
+                let mut acc = [_mm256_setzero_ps(); 4];
+                for (b, w_scale) in w_scales.iter().enumerate() {
+                    let bx = load(w, b);
+                    for (i, acc) in acc.iter_mut().enumerate().take(n) {
+                        let q = p + i;
+                        let x = &a.levels[q * self.cols..(q + 1) * self.cols];
+                        let d = _mm256_set1_ps(w_scale * a.scales[q * blocks + b]);
+                        let sum = mul_sum_i8_pairs_float(bx, load(x, b));
+                        *acc = _mm256_fmadd_ps(d, sum, *acc);
+                    }
+                }
+                out.extend(acc[..n].iter().map(|&acc| hsum_float_8(acc)));
+                p += n;
+            }
+        }
+        out
+    }
+}
+
+/// candle's `mul_sum_i8_pairs_float`: the products of signed bytes, summed in pairs (`maddubs`
+/// on |x| and y signed by x) and those in pairs again, as eight f32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn mul_sum_i8_pairs_float(
+    x: std::arch::x86_64::__m256i,
+    y: std::arch::x86_64::__m256i,
+) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let ax = _mm256_sign_epi8(x, x);
+    let sy = _mm256_sign_epi8(y, x);
+    let dot = _mm256_maddubs_epi16(ax, sy);
+    _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_set1_epi16(1), dot))
+}
+
+/// candle's `hsum_float_8`: the eight lanes summed as it sums them.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn hsum_float_8(x: std::arch::x86_64::__m256) -> f32 {
+    use std::arch::x86_64::*;
+    let res = _mm256_extractf128_ps(x, 1);
+    let res = _mm_add_ps(res, _mm256_castps256_ps128(x));
+    let res = _mm_add_ps(res, _mm_movehl_ps(res, res));
+    let res = _mm_add_ss(res, _mm_movehdup_ps(res));
+    _mm_cvtss_f32(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::k_quants::{BlockQ4_0, BlockQ8_0, GgmlType};
+    use candle_core::Device;
+
+    /// Both types, positions in and beyond one group of four: every output's bits are those of
+    /// candle's own AVX2 dot product of the same blocks.
+    #[test]
+    fn unpacked_q8_gives_candles_avx2_bits() {
+        if !avx2_fma() {
+            eprintln!("no AVX2 and FMA here: candle's own kernels run, nothing to compare");
+            return;
+        }
+        let (rows, cols) = (37, 192);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) / 613.0)
+            .collect();
+        let source = Tensor::from_vec(values, (rows, cols), &Device::Cpu).unwrap();
+        for dtype in [GgmlDType::Q8_0, GgmlDType::Q4_0] {
+            let q = QTensor::quantize(&source, dtype).unwrap();
+            let unpacked = UnpackedQ8::new(&q).unwrap().expect("a Q8_0 or Q4_0 matrix");
+            let data = q.data().unwrap();
+            for positions in [1, 6] {
+                let x: Vec<f32> = (0..positions * cols)
+                    .map(|i| ((i * 31 % 97) as f32 - 48.0) / 23.0 * (1.0 + (i % 5) as f32))
+                    .collect();
+                let got = unpacked
+                    .forward(
+                        &Tensor::from_vec(x.clone(), (1, positions, cols), &Device::Cpu).unwrap(),
+                    )
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap();
+                let blocks = cols / BLOCK;
+                for p in 0..positions {
+                    let mut ys = vec![BlockQ8_0::zeros(); blocks];
+                    BlockQ8_0::from_float(&x[p * cols..(p + 1) * cols], &mut ys);
+                    for r in 0..rows {
+                        let want = match dtype {
+                            GgmlDType::Q8_0 => {
+                                let all: &[BlockQ8_0] = bytemuck_blocks(&data);
+                                BlockQ8_0::vec_dot(cols, &all[r * blocks..(r + 1) * blocks], &ys)
+                            }
+                            _ => {
+                                let all: &[BlockQ4_0] = bytemuck_blocks(&data);
+                                BlockQ4_0::vec_dot(cols, &all[r * blocks..(r + 1) * blocks], &ys)
+                            }
+                        };
+                        assert_eq!(
+                            got[p * rows + r].to_bits(),
+                            want.to_bits(),
+                            "{dtype:?}, position {p}, row {r}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// A quantised matrix's bytes as its blocks (candle's block types are `repr(C)`, unaligned
+    /// bytes copied first).
+    fn bytemuck_blocks<T: GgmlType>(data: &[u8]) -> &'static [T] {
+        let n = data.len() / std::mem::size_of::<T>();
+        let mut blocks = vec![T::zeros(); n];
+        // SAFETY: `blocks` holds exactly `data.len()` bytes of plain block structs.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                blocks.as_mut_ptr() as *mut u8,
+                data.len(),
+            );
+        }
+        Box::leak(blocks.into_boxed_slice())
+    }
+}

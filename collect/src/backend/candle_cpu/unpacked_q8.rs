@@ -50,7 +50,7 @@ fn candle_repacks_q8_0(rows: usize, cols: usize) -> bool {
         let vnni = !forced_avx2
             && ((!forced_vnni && has!("avx512f") && has!("avx512vnni"))
                 || ((forced_vnni || has!("avxvnni")) && has!("avx2")));
-        vnni && rows % 16 == 0 && cols % 256 == 0
+        vnni && rows.is_multiple_of(16) && cols.is_multiple_of(256)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -17,12 +17,14 @@ use half::f16;
 use super::unpacked_activations::{by_columns, Activations, BLOCK};
 use crate::error::{CollectError, Result};
 
-/// A Q8_0 or Q4_0 matrix (`[rows, cols]`) with its levels unpacked (Q4_0's as `nibble - 8`, in
-/// the order candle's `bytes_from_nibbles_32` lays them out) and its scales as f32.
+/// A Q8_0 or Q4_0 matrix (`[rows, cols]`): its levels as bytes (Q8_0's) or its nibbles as stored
+/// (Q4_0's, 16 bytes a block, expanded in the product as candle expands them: its own size), and
+/// its scales as f32.
 pub struct UnpackedQ8 {
     rows: usize,
     cols: usize,
-    levels: Vec<i8>,
+    nibbles: bool,
+    levels: Vec<u8>,
     scales: Vec<f32>,
 }
 
@@ -83,21 +85,16 @@ impl UnpackedQ8 {
                 data.len()
             )));
         }
-        let mut levels = Vec::with_capacity(rows * cols);
+        let mut levels = Vec::with_capacity(blocks * (block_bytes - 2));
         let mut scales = Vec::with_capacity(blocks);
         for b in data.chunks_exact(block_bytes) {
             scales.push(f16::from_le_bytes([b[0], b[1]]).to_f32());
-            let qs = &b[2..];
-            if t.dtype() == GgmlDType::Q8_0 {
-                levels.extend(qs.iter().map(|&q| q as i8));
-            } else {
-                levels.extend(qs.iter().map(|&q| (q & 0x0F) as i8 - 8));
-                levels.extend(qs.iter().map(|&q| (q >> 4) as i8 - 8));
-            }
+            levels.extend_from_slice(&b[2..]);
         }
         Ok(Some(UnpackedQ8 {
             rows,
             cols,
+            nibbles: t.dtype() == GgmlDType::Q4_0,
             levels,
             scales,
         }))
@@ -120,9 +117,10 @@ impl UnpackedQ8 {
     }
 
     /// Columns `range` of the product, four positions at a time sharing each weight block's
-    /// load; each product's steps are candle's `vec_dot_q8_0_q8_0`: per block the scale
-    /// `d_w · d_x`, the levels' products summed in pairs of pairs to eight i32 lanes as f32,
-    /// fused into eight f32 accumulators, summed horizontally at the end.
+    /// load; each product's steps are candle's `vec_dot_q8_0_q8_0` (`vec_dot_q4_0_q8_0`: the
+    /// nibbles expanded to `level - 8` first): per block the scale `d_w · d_x`, the levels'
+    /// products summed in pairs of pairs to eight i32 lanes as f32, fused into eight f32
+    /// accumulators, summed horizontally at the end.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn columns_avx2(&self, range: std::ops::Range<usize>, a: &Activations) -> Vec<f32> {
@@ -133,15 +131,30 @@ impl UnpackedQ8 {
             // SAFETY: a whole block of 32 levels lies at `b * BLOCK`.
             unsafe { _mm256_loadu_si256(levels[b * BLOCK..].as_ptr() as *const __m256i) }
         };
+        let block_bytes = if self.nibbles { BLOCK / 2 } else { BLOCK };
+        let weights = |w: &[u8], b: usize| {
+            let at = w[b * block_bytes..].as_ptr();
+            if !self.nibbles {
+                // SAFETY: a whole block of 32 bytes lies at `b * BLOCK`.
+                return unsafe { _mm256_loadu_si256(at as *const __m256i) };
+            }
+            // candle's `bytes_from_nibbles_32`, then `- 8`. SAFETY: 16 bytes lie at `at`.
+            let low = unsafe { _mm_loadu_si128(at as *const __m128i) };
+            let both =
+                _mm256_insertf128_si256::<1>(_mm256_castsi128_si256(low), _mm_srli_epi16(low, 4));
+            let bytes = _mm256_and_si256(_mm256_set1_epi8(0xF), both);
+            _mm256_sub_epi8(bytes, _mm256_set1_epi8(8))
+        };
+        let row_bytes = blocks * block_bytes;
         for col in range {
-            let w = &self.levels[col * self.cols..(col + 1) * self.cols];
+            let w = &self.levels[col * row_bytes..(col + 1) * row_bytes];
             let w_scales = &self.scales[col * blocks..(col + 1) * blocks];
             let mut p = 0;
             while p < a.positions {
                 let n = (a.positions - p).min(4);
                 let mut acc = [_mm256_setzero_ps(); 4];
                 for (b, w_scale) in w_scales.iter().enumerate() {
-                    let bx = load(w, b);
+                    let bx = weights(w, b);
                     for (i, acc) in acc.iter_mut().enumerate().take(n) {
                         let q = p + i;
                         let x = &a.levels[q * self.cols..(q + 1) * self.cols];

@@ -3,14 +3,32 @@
 //! split over the cores by output column, each worker taking one column's weights through every
 //! position (so a weight is read from memory once per pass, not once per position).
 
+use std::borrow::Cow;
+
+use candle_core::quantized::QTensor;
 use candle_core::{Device, Tensor};
 use half::f16;
 
-use crate::error::Result;
+use crate::error::{CollectError, Result};
 
 /// Values per block of every type these kernels multiply (Q4_0, Q5_0, Q5_1, Q8_0) and of their
 /// activations' Q8_0 / Q8_1 blocks.
 pub const BLOCK: usize = 32;
+
+/// A quantised matrix's rows, columns and bytes, checked to be whole blocks of `block_bytes`
+/// bytes per [`BLOCK`] values.
+pub fn whole_blocks(t: &QTensor, block_bytes: usize) -> Result<(usize, usize, Cow<'_, [u8]>)> {
+    let (rows, cols) = t.shape().dims2()?;
+    let data = t.data()?;
+    if cols % BLOCK != 0 || data.len() != rows * cols / BLOCK * block_bytes {
+        return Err(CollectError::Candle(format!(
+            "a {:?} matrix of {rows}×{cols} holds {} bytes",
+            t.dtype(),
+            data.len()
+        )));
+    }
+    Ok((rows, cols, data))
+}
 
 /// Every position's activation blocks, position by position: Q8_0's levels and scale (the f16
 /// scale as f32), and Q8_1's sum.
@@ -91,4 +109,30 @@ pub fn by_columns(
     }
     *dims.last_mut().expect("a matrix's input has a dimension") = rows;
     Ok(Tensor::from_vec(out, dims, &Device::Cpu)?)
+}
+
+/// The unpacked kernels' tests' inputs: one matrix and activations of any length, odd widths and
+/// magnitudes mixed.
+#[cfg(test)]
+pub mod fixtures {
+    use candle_core::{Device, Tensor};
+
+    /// Rows and columns of [`matrix`] (an odd row count, columns six blocks wide).
+    pub const SHAPE: (usize, usize) = (37, 192);
+
+    /// A `SHAPE` matrix of varied values.
+    pub fn matrix() -> Tensor {
+        let (rows, cols) = SHAPE;
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) / 613.0)
+            .collect();
+        Tensor::from_vec(values, (rows, cols), &Device::Cpu).unwrap()
+    }
+
+    /// `positions` rows of activations as wide as [`matrix`].
+    pub fn activations(positions: usize) -> Vec<f32> {
+        (0..positions * SHAPE.1)
+            .map(|i| ((i * 31 % 97) as f32 - 48.0) / 23.0 * (1.0 + (i % 5) as f32))
+            .collect()
+    }
 }

@@ -10,9 +10,9 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Tensor;
 use half::f16;
 
-use super::unpacked_activations::{by_columns, Activations, BLOCK};
+use super::unpacked_activations::{by_columns, whole_blocks, Activations, BLOCK};
 
-use crate::error::{CollectError, Result};
+use crate::error::Result;
 
 /// A Q5_0 or Q5_1 matrix (`[rows, cols]`) with its levels unpacked.
 pub struct UnpackedQ5 {
@@ -35,17 +35,9 @@ impl UnpackedQ5 {
             GgmlDType::Q5_1 => true,
             _ => return Ok(None),
         };
-        let (rows, cols) = t.shape().dims2()?;
-        let data = t.data()?;
         let block_bytes = if with_min { 24 } else { 22 };
+        let (rows, cols, data) = whole_blocks(t, block_bytes)?;
         let blocks = rows * cols / BLOCK;
-        if cols % BLOCK != 0 || data.len() != blocks * block_bytes {
-            return Err(CollectError::Candle(format!(
-                "a {:?} matrix of {rows}×{cols} holds {} bytes",
-                t.dtype(),
-                data.len()
-            )));
-        }
         let half_at = |b: &[u8], at: usize| f16::from_le_bytes([b[at], b[at + 1]]).to_f32();
         let mut levels = Vec::with_capacity(rows * cols);
         let mut scales = Vec::with_capacity(blocks);
@@ -153,6 +145,7 @@ fn block_sum(w: &[i8], x: &[i8]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::super::bits;
+    use super::super::unpacked_activations::fixtures;
     use super::*;
     use candle_core::quantized::QMatMul;
     use candle_core::Device;
@@ -162,19 +155,13 @@ mod tests {
     /// candle's own.
     #[test]
     fn unpacked_q5_gives_candles_bits() {
-        let (rows, cols) = (37, 192);
-        let values: Vec<f32> = (0..rows * cols)
-            .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) / 613.0)
-            .collect();
-        let source = Tensor::from_vec(values, (rows, cols), &Device::Cpu).unwrap();
+        let (source, cols) = (fixtures::matrix(), fixtures::SHAPE.1);
         for dtype in [GgmlDType::Q5_0, GgmlDType::Q5_1] {
             let q = QTensor::quantize(&source, dtype).unwrap();
             let unpacked = UnpackedQ5::new(&q).unwrap().expect("a Q5 type");
             let candle = QMatMul::from_qtensor(q).unwrap();
             for positions in [1, 9] {
-                let x: Vec<f32> = (0..positions * cols)
-                    .map(|i| ((i * 31 % 97) as f32 - 48.0) / 23.0 * (1.0 + (i % 5) as f32))
-                    .collect();
+                let x = fixtures::activations(positions);
                 let x = Tensor::from_vec(x, (1, positions, cols), &Device::Cpu).unwrap();
                 let want = candle.forward(&x).unwrap();
                 let got = unpacked.forward(&x).unwrap();

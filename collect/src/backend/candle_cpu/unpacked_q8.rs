@@ -14,8 +14,8 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Tensor;
 use half::f16;
 
-use super::unpacked_activations::{by_columns, Activations, BLOCK};
-use crate::error::{CollectError, Result};
+use super::unpacked_activations::{by_columns, whole_blocks, Activations, BLOCK};
+use crate::error::Result;
 
 /// A Q8_0 or Q4_0 matrix (`[rows, cols]`): its levels as bytes (Q8_0's) or its nibbles as stored
 /// (Q4_0's, 16 bytes a block, expanded in the product as candle expands them: its own size), and
@@ -72,19 +72,11 @@ impl UnpackedQ8 {
         if !avx2_fma() {
             return Ok(None);
         }
-        let (rows, cols) = t.shape().dims2()?;
+        let (rows, cols, data) = whole_blocks(t, block_bytes)?;
         if t.dtype() == GgmlDType::Q8_0 && candle_repacks_q8_0(rows, cols) {
             return Ok(None);
         }
-        let data = t.data()?;
         let blocks = rows * cols / BLOCK;
-        if cols % BLOCK != 0 || data.len() != blocks * block_bytes {
-            return Err(CollectError::Candle(format!(
-                "a {:?} matrix of {rows}×{cols} holds {} bytes",
-                t.dtype(),
-                data.len()
-            )));
-        }
         let mut levels = Vec::with_capacity(blocks * (block_bytes - 2));
         let mut scales = Vec::with_capacity(blocks);
         for b in data.chunks_exact(block_bytes) {
@@ -200,6 +192,7 @@ fn hsum_float_8(x: std::arch::x86_64::__m256) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::unpacked_activations::fixtures;
     use super::*;
     use candle_core::quantized::k_quants::{BlockQ4_0, BlockQ8_0, GgmlType};
     use candle_core::Device;
@@ -212,19 +205,13 @@ mod tests {
             eprintln!("no AVX2 and FMA here: candle's own kernels run, nothing to compare");
             return;
         }
-        let (rows, cols) = (37, 192);
-        let values: Vec<f32> = (0..rows * cols)
-            .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) / 613.0)
-            .collect();
-        let source = Tensor::from_vec(values, (rows, cols), &Device::Cpu).unwrap();
+        let ((rows, cols), source) = (fixtures::SHAPE, fixtures::matrix());
         for dtype in [GgmlDType::Q8_0, GgmlDType::Q4_0] {
             let q = QTensor::quantize(&source, dtype).unwrap();
             let unpacked = UnpackedQ8::new(&q).unwrap().expect("a Q8_0 or Q4_0 matrix");
             let data = q.data().unwrap();
             for positions in [1, 6] {
-                let x: Vec<f32> = (0..positions * cols)
-                    .map(|i| ((i * 31 % 97) as f32 - 48.0) / 23.0 * (1.0 + (i % 5) as f32))
-                    .collect();
+                let x = fixtures::activations(positions);
                 let got = unpacked
                     .forward(
                         &Tensor::from_vec(x.clone(), (1, positions, cols), &Device::Cpu).unwrap(),

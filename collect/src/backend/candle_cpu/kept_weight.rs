@@ -23,7 +23,7 @@ pub enum KeptMatrix {
     Float(Arc<QTensor>),
     /// Q5_0 or Q5_1, its levels unpacked (candle's bits, faster).
     Unpacked(Box<UnpackedQ5>),
-    /// Q8_0 or Q4_0 on an AVX2 CPU, its levels unpacked (candle's AVX2 bits, faster).
+    /// Q8_0 or Q4_0 on an AVX2 CPU, its scales widened once (candle's AVX2 bits, faster).
     Unpacked8(Box<UnpackedQ8>),
 }
 

@@ -1,8 +1,8 @@
 //! Q8_0 and Q4_0 matrices multiplied as candle's AVX2 kernels multiply them
 //! (`vec_dot_q8_0_q8_0`, `vec_dot_q4_0_q8_0`: llama.cpp's, against Q8_0 activations), faster:
 //! candle 0.11 converts both blocks' f16 scales for every product and reads each weight once per
-//! position. Here the weights' levels are unpacked and their scales widened once, when the matrix
-//! is loaded, and each product takes candle's AVX2 steps in candle's order: the same bits
+//! position. Here the weights' scales are widened once, when the matrix is loaded (Q8_0's levels
+//! kept as bytes, Q4_0's nibbles as stored, expanded in the product), and each product takes candle's AVX2 steps in candle's order: the same bits
 //! (`unpacked_q8_gives_candles_avx2_bits`). Without AVX2 and FMA, candle's own kernels run; and
 //! where candle takes its AVX-VNNI kernel (a Q8_0 matrix whose width is a multiple of 256 and
 //! whose rows a multiple of 16, on a CPU with AVX-VNNI), candle runs too, keeping the bits the
@@ -72,10 +72,11 @@ impl UnpackedQ8 {
         if !avx2_fma() {
             return Ok(None);
         }
-        let (rows, cols, data) = whole_blocks(t, block_bytes)?;
+        let (rows, cols) = t.shape().dims2()?;
         if t.dtype() == GgmlDType::Q8_0 && candle_repacks_q8_0(rows, cols) {
             return Ok(None);
         }
+        let (_, _, data) = whole_blocks(t, block_bytes)?;
         let blocks = rows * cols / BLOCK;
         let mut levels = Vec::with_capacity(blocks * (block_bytes - 2));
         let mut scales = Vec::with_capacity(blocks);
@@ -210,6 +211,22 @@ mod tests {
             let q = QTensor::quantize(&source, dtype).unwrap();
             let unpacked = UnpackedQ8::new(&q).unwrap().expect("a Q8_0 or Q4_0 matrix");
             let data = q.data().unwrap();
+            let blocks = cols / BLOCK;
+            // candle's own AVX2 dot product of row `r` with one position's activation blocks.
+            let candle_dot: Box<dyn Fn(usize, &[BlockQ8_0]) -> f32> = match dtype {
+                GgmlDType::Q8_0 => {
+                    let all: Vec<BlockQ8_0> = blocks_of(&data);
+                    Box::new(move |r, ys| {
+                        BlockQ8_0::vec_dot(cols, &all[r * blocks..(r + 1) * blocks], ys)
+                    })
+                }
+                _ => {
+                    let all: Vec<BlockQ4_0> = blocks_of(&data);
+                    Box::new(move |r, ys| {
+                        BlockQ4_0::vec_dot(cols, &all[r * blocks..(r + 1) * blocks], ys)
+                    })
+                }
+            };
             for positions in [1, 6] {
                 let x = fixtures::activations(positions);
                 let got = unpacked
@@ -221,21 +238,11 @@ mod tests {
                     .unwrap()
                     .to_vec1::<f32>()
                     .unwrap();
-                let blocks = cols / BLOCK;
                 for p in 0..positions {
                     let mut ys = vec![BlockQ8_0::zeros(); blocks];
                     BlockQ8_0::from_float(&x[p * cols..(p + 1) * cols], &mut ys);
                     for r in 0..rows {
-                        let want = match dtype {
-                            GgmlDType::Q8_0 => {
-                                let all: &[BlockQ8_0] = bytemuck_blocks(&data);
-                                BlockQ8_0::vec_dot(cols, &all[r * blocks..(r + 1) * blocks], &ys)
-                            }
-                            _ => {
-                                let all: &[BlockQ4_0] = bytemuck_blocks(&data);
-                                BlockQ4_0::vec_dot(cols, &all[r * blocks..(r + 1) * blocks], &ys)
-                            }
-                        };
+                        let want = candle_dot(r, &ys);
                         assert_eq!(
                             got[p * rows + r].to_bits(),
                             want.to_bits(),
@@ -249,7 +256,7 @@ mod tests {
 
     /// A quantised matrix's bytes as its blocks (candle's block types are `repr(C)`, unaligned
     /// bytes copied first).
-    fn bytemuck_blocks<T: GgmlType>(data: &[u8]) -> &'static [T] {
+    fn blocks_of<T: GgmlType>(data: &[u8]) -> Vec<T> {
         let n = data.len() / std::mem::size_of::<T>();
         let mut blocks = vec![T::zeros(); n];
         // SAFETY: `blocks` holds exactly `data.len()` bytes of plain block structs.
@@ -260,6 +267,6 @@ mod tests {
                 data.len(),
             );
         }
-        Box::leak(blocks.into_boxed_slice())
+        blocks
     }
 }

@@ -81,7 +81,7 @@ fn each_family_answers_as_llama_cpp_computes_it() {
             assert!(agree >= ANSWER - 2, "{arch}: greedy {agree}/{ANSWER}");
             assert!(
                 mean < 0.05,
-                "{arch}: mean |Δ logprob| {mean} (SmolLM2: 0.051 to 0.066)"
+                "{arch}: mean |Δ logprob| {mean} (SmolLM2: 0.051 to 0.058)"
             );
         }
         // Peaked as a trained model's answers are, not uniform noise (0.003 at the usual init).
@@ -105,13 +105,12 @@ fn smollm2_answers_as_llama_cpp_computes_it() {
         let format: NumericFormat = quant.to_ascii_lowercase().parse().unwrap();
         let gap = forced_gap::gap(&server, &path, format, &prompt, ANSWER);
         report.push(format!("SmolLM2 {quant}: {gap}"));
-        // Measured (docs/models.md): F16 1.0e-3, Q4_0 5.8e-2 (21 of 24 greedy tokens: near
-        // ties), Q8_0 5.1e-2 with candle's AVX2 kernel and 6.6e-2 where a CPU with AVX-VNNI
-        // rounds the activations of its 1536-wide matrices per 256 values
-        // (`MISTRALRS_FORCE_AVX2=1` shows the former on such a CPU).
+        // Measured (docs/models.md): F16 1.0e-3, Q8_0 5.1e-2, Q4_0 5.8e-2 (21 of 24 greedy
+        // tokens: near ties). Q8_0 was 6.6e-2 while candle's AVX-VNNI kernel, rounding the
+        // activations per 256 values, ran on CPUs that have it (`kernel_tier.rs` pins AVX2).
         let (agree, bar) = match quant {
             "F16" => (ANSWER, 2e-3),
-            _ => (ANSWER - 4, 0.08),
+            _ => (ANSWER - 4, 0.065),
         };
         assert!(
             gap.agree >= agree && gap.mean < bar,

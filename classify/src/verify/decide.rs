@@ -97,7 +97,7 @@ impl Verifier<'_> {
                 return Some(self.unknown(reason));
             }
         }
-        if blocked && unseen {
+        if blocked && unseen && !self.unseen_by_few_unsettled() {
             return Some(Verdict::Inconclusive {
                 reason: self.format_blocked().expect("blocked"),
             });

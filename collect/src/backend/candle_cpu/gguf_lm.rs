@@ -34,6 +34,7 @@ impl QuantizedLm {
         };
         let target = ggml_type(format)
             .ok_or_else(|| bad(format!("candle cannot run this model at {format} (formats: f32 f16 q8_0 q4_0 q4_1 q5_0 q5_1)")))?;
+        super::kernel_tier::pin();
         let dev = Device::Cpu;
         let mut file = std::fs::File::open(path).map_err(CollectError::io(path))?;
         let content = gguf_file::Content::read(&mut file).map_err(|e| bad(e.to_string()))?;

@@ -29,6 +29,7 @@ pub enum KeptMatrix {
 
 impl KeptMatrix {
     pub fn new(t: Arc<QTensor>) -> Result<KeptMatrix> {
+        super::kernel_tier::pin();
         Ok(match t.dtype() {
             GgmlDType::F16 | GgmlDType::BF16 => KeptMatrix::Float(t),
             _ => match (UnpackedQ5::new(&t)?, UnpackedQ8::new(&t)?) {

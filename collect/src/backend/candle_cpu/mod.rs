@@ -11,6 +11,7 @@ mod gguf_all_positions;
 mod gguf_lm;
 mod image;
 mod kept_weight;
+mod kernel_tier;
 mod kv_cache;
 mod llama_file_type;
 mod served_lm;

@@ -3,12 +3,8 @@
 //! candle 0.11 converts both blocks' f16 scales for every product and reads each weight once per
 //! position. Here the weights' scales are widened once, when the matrix is loaded (Q8_0's levels
 //! kept as bytes, Q4_0's nibbles as stored, expanded in the product), and each product takes candle's AVX2 steps in candle's order: the same bits
-//! (`unpacked_q8_gives_candles_avx2_bits`). Without AVX2 and FMA, candle's own kernels run; and
-//! where candle takes its AVX-VNNI kernel (a Q8_0 matrix whose width is a multiple of 256 and
-//! whose rows a multiple of 16, on a CPU with AVX-VNNI), candle runs too, keeping the bits the
-//! shipped references and figures were measured with. That kernel rounds the activations per 256
-//! values (Q8_K), not per 32 as llama.cpp does: SmolLM2's Q8_0 is further from llama-server's
-//! there (`tests/architectures.rs::smollm2_answers_as_llama_cpp_computes_it`).
+//! (`unpacked_q8_gives_candles_avx2_bits`). Without AVX2 and FMA, candle's own kernels run. candle
+//! is held to these AVX2 kernels on VNNI CPUs too (`kernel_tier`).
 
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Tensor;
@@ -40,27 +36,6 @@ fn avx2_fma() -> bool {
     }
 }
 
-/// Whether candle 0.11 multiplies a Q8_0 matrix of `rows` × `cols` with its AVX-VNNI kernel
-/// (`repack_x86::select`: a VNNI level, which its `MISTRALRS_FORCE_AVX2` turns off, `rows` a
-/// multiple of its 16-row tiles, `cols` of 256).
-fn candle_repacks_q8_0(rows: usize, cols: usize) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        let forced_avx2 = std::env::var("MISTRALRS_FORCE_AVX2").as_deref() == Ok("1");
-        let forced_vnni = std::env::var("MISTRALRS_FORCE_AVXVNNI").as_deref() == Ok("1");
-        let vnni = !forced_avx2
-            && ((!forced_vnni && has!("avx512f") && has!("avx512vnni"))
-                || ((forced_vnni || has!("avxvnni")) && has!("avx2")));
-        vnni && rows.is_multiple_of(16) && cols.is_multiple_of(256)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (rows, cols);
-        false
-    }
-}
-
 impl UnpackedQ8 {
     /// `t`'s blocks unpacked; `None` for another type, or where this CPU lacks AVX2 and FMA.
     pub fn new(t: &QTensor) -> Result<Option<UnpackedQ8>> {
@@ -72,10 +47,9 @@ impl UnpackedQ8 {
         if !avx2_fma() {
             return Ok(None);
         }
+        // candle's AVX2 kernels, the ones replicated here, are the ones it runs (`kernel_tier`).
+        super::kernel_tier::pin();
         let (rows, cols) = t.shape().dims2()?;
-        if t.dtype() == GgmlDType::Q8_0 && candle_repacks_q8_0(rows, cols) {
-            return Ok(None);
-        }
         let (_, _, data) = whole_blocks(t, block_bytes)?;
         let blocks = rows * cols / BLOCK;
         let mut levels = Vec::with_capacity(blocks * (block_bytes - 2));

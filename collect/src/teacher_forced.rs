@@ -510,6 +510,9 @@ fn on_workers<T: Send>(n: usize, most: usize, job: impl Fn(usize) -> T + Sync) -
         .map_or(1, usize::from)
         .min(n.max(1))
         .min(most.max(1));
+    if workers > 1 {
+        crate::backend::candle_cpu::jobs_own_the_cores();
+    }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut results: Vec<(usize, T)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)

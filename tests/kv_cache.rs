@@ -179,13 +179,8 @@ fn vllm_fp8_kv_cache_is_caught_and_an_honest_bf16_cache_never_accused() {
         .collect();
     let claims = ["*/*/bf16/*", "*/*/bf16+kv-fp8-e4m3/*"];
     let tmp = tempfile::tempdir().unwrap();
-    let start =
-        |more: &[&str]| common::vllm::Vllm::spawn(&common::vllm::checkpoint(), "bfloat16", more);
-    // The fp8 cache's server, where this CPU can hold one, starts beside the bf16 one (a start
-    // is mostly Python imports on one core).
-    let fp8 = common::llama::cpu_has(&["avx512f"]).then(|| start(&["--kv-cache-dtype", "fp8"]));
-    let run = |mut vllm: common::vllm::Vllm, seed: u64, dir: &str| -> Vec<serde_json::Value> {
-        vllm.wait_up();
+    let run = |more: &[&str], seed: u64, dir: &str| -> Vec<serde_json::Value> {
+        let vllm = common::vllm::Vllm::start_with("bfloat16", more);
         let (answers, refs) = common::fresh::answers_with_references(
             &vllm.url,
             seed,
@@ -200,7 +195,7 @@ fn vllm_fp8_kv_cache_is_caught_and_an_honest_bf16_cache_never_accused() {
             .collect()
     };
     // vLLM's own bf16 cache: consistent, and never confirmed as an fp8 one.
-    let honest = run(start(&[]), 45, "bf16");
+    let honest = run(&[], 45, "bf16");
     assert_eq!(accusations(&honest[0]), 0, "{}", honest[0]);
     assert_stated_live(
         "vLLM bf16 cache, consistent",
@@ -209,15 +204,15 @@ fn vllm_fp8_kv_cache_is_caught_and_an_honest_bf16_cache_never_accused() {
     );
     assert_eq!(verdicts(&honest[1], "consistent"), 0, "{}", honest[1]);
 
-    let Some(fp8) = fp8 else {
+    if !common::llama::cpu_has(&["avx512f"]) {
         eprintln!(
             "note: the fp8 cache's server not started: vLLM's CPU attention stores an fp8 KV cache only on x86 with AVX-512 or AMX, and this CPU has neither"
         );
         return;
-    };
+    }
     // An fp8 cache sold as bf16: caught within 48 output tokens, named by its pattern; declared,
     // confirmed.
-    let cached = run(fp8, 44, "fp8");
+    let cached = run(&["--kv-cache-dtype", "fp8"], 44, "fp8");
     assert_stated_live(
         "vLLM fp8 cache sold as bf16, mismatch",
         verdicts(&cached[0], "mismatch"),

@@ -23,9 +23,6 @@ fn audit(pack: &Path, base: &str, claim: &str, out: &Path) -> (i32, serde_json::
 #[test]
 fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_reference() {
     let tmp = tempfile::tempdir().unwrap();
-    // The bf16 server, needed later, starts beside the fp32 one (a start is mostly Python
-    // imports on one core).
-    let mut bf16 = Vllm::spawn(&common::vllm::checkpoint(), "bfloat16", &[]);
     let f32 = Vllm::start("float32");
     // Every shape vLLM speaks takes a fresh audit's seed (above 2^63) and answers with logprobs.
     let sent = shapes::every_shape_answers(&f32.url, "smollm2", "vllm");
@@ -104,7 +101,7 @@ fn vllm_is_collected_audited_with_the_shipped_pack_and_serves_as_a_trusted_refer
     }
 
     // vLLM as the trusted reference: a pack from its fp32 and bf16 endpoints audits llama.cpp.
-    bf16.wait_up();
+    let bf16 = Vllm::start("bfloat16");
     let vllm_pack = tmp.path().join("vllm-pack");
     let built = pack_from_endpoints(
         &vllm_pack,

@@ -37,9 +37,6 @@ pub struct Vllm {
     child: Child,
     pub url: String,
     log: tempfile::NamedTempFile,
-    /// When it was started, and what it serves (for the log).
-    started: Instant,
-    what: String,
 }
 
 impl Vllm {
@@ -55,14 +52,6 @@ impl Vllm {
     /// `vllm serve` of the checkpoint directory `model` at `dtype` with `more` options (a later
     /// `--served-model-name` names it otherwise than "smollm2").
     pub fn serve(model: &Path, dtype: &str, more: &[&str]) -> Vllm {
-        let mut server = Vllm::spawn(model, dtype, more);
-        server.wait_up();
-        server
-    }
-
-    /// [`Vllm::serve`] without waiting for the server: it starts (about a minute of Python
-    /// imports on one core) while the caller works, until [`Vllm::wait_up`].
-    pub fn spawn(model: &Path, dtype: &str, more: &[&str]) -> Vllm {
         python();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -81,35 +70,31 @@ impl Vllm {
             .process_group(0)
             .spawn()
             .expect("start .ci/vllm-serve");
-        Vllm {
+        let mut server = Vllm {
             child,
             url: format!("http://127.0.0.1:{port}"),
             log,
-            started: Instant::now(),
-            what: format!("{} at {dtype}", model.display()),
-        }
-    }
-
-    /// Wait until the server answers its health check (at most 10 minutes from its start).
-    pub fn wait_up(&mut self) {
-        while reqwest::blocking::get(format!("{}/health", self.url))
+        };
+        let started = Instant::now();
+        while reqwest::blocking::get(format!("{}/health", server.url))
             .map_or(true, |r| !r.status().is_success())
         {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("vllm serve exited ({status}):\n{}", self.log_tail());
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!("vllm serve exited ({status}):\n{}", server.log_tail());
             }
             assert!(
-                self.started.elapsed() < Duration::from_secs(600),
+                started.elapsed() < Duration::from_secs(600),
                 "vllm serve not up after 10 minutes:\n{}",
-                self.log_tail()
+                server.log_tail()
             );
             std::thread::sleep(Duration::from_millis(500));
         }
         eprintln!(
-            "[{:.1} s] vllm serve {} up",
-            self.started.elapsed().as_secs_f64(),
-            self.what
+            "[{:.1} s] vllm serve {} at {dtype} up",
+            started.elapsed().as_secs_f64(),
+            model.display()
         );
+        server
     }
 
     /// The last lines the server logged.

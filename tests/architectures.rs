@@ -7,8 +7,8 @@
 //! Greedy answers must agree token for token (a near tie may flip at the quantised types, where
 //! candle's and ggml's kernels round differently) and the logprobs closely. Measured here (24
 //! positions, mean |Δ logprob|): at F32 3e-5 to 9e-4 (SmolLM2's F32 file: 7e-4), at Q8_0, Q4_0
-//! and Q4_K_M 8e-4 to 1.2e-2 (SmolLM2's Q8_0: 5.1e-2, 6.6e-2 on CPUs with AVX-VNNI), every
-//! greedy token equal. A family computed wrongly fails: Llama 3's rotary divisors left out, the tiny llama is 8.4e-3 off at
+//! and Q4_K_M 8e-4 to 1.2e-2 (SmolLM2's Q8_0: 5.1e-2), every greedy token equal. A family
+//! computed wrongly fails: Llama 3's rotary divisors left out, the tiny llama is 8.4e-3 off at
 //! F32 (the bar is 2e-3); the tiny gemma3's linear scaling left out, 3.0e-2.
 //!
 //! The second test audits each family's llama-servers on fresh prompts as `hspi audit --weights`

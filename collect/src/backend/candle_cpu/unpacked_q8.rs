@@ -2,9 +2,10 @@
 //! (`vec_dot_q8_0_q8_0`, `vec_dot_q4_0_q8_0`: llama.cpp's, against Q8_0 activations), faster:
 //! candle 0.11 converts both blocks' f16 scales for every product and reads each weight once per
 //! position. Here the weights' scales are widened once, when the matrix is loaded (Q8_0's levels
-//! kept as bytes, Q4_0's nibbles as stored, expanded in the product), and each product takes candle's AVX2 steps in candle's order: the same bits
-//! (`unpacked_q8_gives_candles_avx2_bits`). Without AVX2 and FMA, candle's own kernels run. candle
-//! is held to these AVX2 kernels on VNNI CPUs too (`kernel_tier`).
+//! kept as bytes, Q4_0's nibbles as stored, expanded in the product), and each product takes
+//! candle's AVX2 steps in candle's order: the same bits (`unpacked_q8_gives_candles_avx2_bits`).
+//! Without AVX2 and FMA, candle's own kernels run. candle is held to these AVX2 kernels on VNNI
+//! CPUs too (`kernel_tier`, pinned by `KeptMatrix::new` before any matrix is made).
 
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Tensor;
@@ -47,10 +48,7 @@ impl UnpackedQ8 {
         if !avx2_fma() {
             return Ok(None);
         }
-        // candle's AVX2 kernels, the ones replicated here, are the ones it runs (`kernel_tier`).
-        super::kernel_tier::pin();
-        let (rows, cols) = t.shape().dims2()?;
-        let (_, _, data) = whole_blocks(t, block_bytes)?;
+        let (rows, cols, data) = whole_blocks(t, block_bytes)?;
         let blocks = rows * cols / BLOCK;
         let mut levels = Vec::with_capacity(blocks * (block_bytes - 2));
         let mut scales = Vec::with_capacity(blocks);

@@ -265,6 +265,7 @@ fn vllm_gap(vllm: &Vllm, model: &str, weights: &std::path::Path, format: Numeric
 fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
     let dir = tempfile::tempdir().unwrap();
     let formats: Vec<NumericFormat> = ["bf16", "f16"].map(|f| f.parse().unwrap()).into();
+    let as_measured = common::vllm::bf16_as_measured();
     let mut report = Vec::new();
     let mut failed = Vec::new();
     for (i, arch) in VLLM_FAMILIES.into_iter().enumerate() {
@@ -295,9 +296,12 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
         );
         eprintln!("{line}");
         // A near tie may flip one greedy token; the bar is about SmolLM2's own gap to vLLM.
-        let close = gap.agree + 1 >= gap.positions && gap.mean < 2e-2;
+        // Where vLLM multiplies bf16 with other kernels than those measured, only what holds
+        // on every CPU: never accused, a substitute caught.
+        let close = !as_measured || (gap.agree + 1 >= gap.positions && gap.mean < 2e-2);
+        let confirmed = !as_measured || verdicts(&honest, "consistent") >= 190;
         let audited = common::fresh::accusations(&honest) == 0
-            && verdicts(&honest, "consistent") >= 190
+            && confirmed
             && verdicts(&sold, "mismatch") >= 198;
         if !(close && audited) {
             failed.push(line.clone());

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::{run_audit, RecordSource};
 use crate::error::ClassifyError;
-use crate::verify::{Verdict, Verifier};
+use crate::verify::{Verdict, Verifier, VerifyReport};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditTally {
@@ -121,9 +121,10 @@ impl RoutedReplay<'_> {
 
 /// `audits` audits of the same target, the i-th asking its answers in the order a generator
 /// seeded with `seed + i` shuffles them (a share routed elsewhere where `routed` says so);
-/// `verifier` makes each audit's fresh verifier.
+/// `verifier` makes each audit's fresh verifier. The audits are independent: they run on every
+/// core, and the tally is summed in their order, so it is the same on any number of cores.
 pub fn repeat_audits<'v>(
-    verifier: &dyn Fn() -> Result<Verifier<'v>, ClassifyError>,
+    verifier: &(dyn Fn() -> Result<Verifier<'v>, ClassifyError> + Sync),
     records: &[Record],
     audits: usize,
     seed: u64,
@@ -140,6 +141,44 @@ pub fn repeat_audits<'v>(
             records.len()
         )));
     }
+    let one = |i: usize| -> Result<(VerifyReport, bool), ClassifyError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(i as u64));
+        let order = match &routed {
+            Some(r) => r.order(records, &mut rng),
+            None => {
+                let mut order = records.to_vec();
+                order.shuffle(&mut rng);
+                order
+            }
+        };
+        let mut source = RecordSource::as_asked(&order)?;
+        let report = run_audit(verifier()?, &mut source, &mut |_, _| Ok(()))?.report;
+        let covered = routed.as_ref().is_some_and(|r| r.covered(&report.verdict));
+        Ok((report, covered))
+    };
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(audits);
+    let mut done: Vec<(usize, Result<(VerifyReport, bool), ClassifyError>)> =
+        std::thread::scope(|scope| {
+            let one = &one;
+            let handles: Vec<_> = (0..workers)
+                .map(|w| {
+                    scope.spawn(move || {
+                        (w..audits)
+                            .step_by(workers)
+                            .map(|i| (i, one(i)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("a replayed audit panicked"))
+                .collect()
+        });
+    done.sort_by_key(|(i, _)| *i);
+
     let mut tally = AuditTally {
         claim: String::new(),
         audits,
@@ -155,20 +194,10 @@ pub fn repeat_audits<'v>(
         routed_share: routed.map(|r| r.share),
         mixed_covering: routed.map(|_| 0),
     };
-    for i in 0..audits as u64 {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(i));
-        let order = match &routed {
-            Some(r) => r.order(records, &mut rng),
-            None => {
-                let mut order = records.to_vec();
-                order.shuffle(&mut rng);
-                order
-            }
-        };
-        let mut source = RecordSource::as_asked(&order)?;
-        let report = run_audit(verifier()?, &mut source, &mut |_, _| Ok(()))?.report;
-        if let (Some(r), Some(n)) = (&routed, &mut tally.mixed_covering) {
-            *n += usize::from(r.covered(&report.verdict));
+    for (_, outcome) in done {
+        let (report, covered) = outcome?;
+        if let Some(n) = &mut tally.mixed_covering {
+            *n += usize::from(covered);
         }
         tally.claim = report.claim.clone();
         *tally

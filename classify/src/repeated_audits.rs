@@ -119,6 +119,10 @@ impl RoutedReplay<'_> {
     }
 }
 
+/// One replayed audit's report, and whether its mixed verdict's interval covered the replayed
+/// share.
+type AuditOutcome = Result<(VerifyReport, bool), ClassifyError>;
+
 /// `audits` audits of the same target, the i-th asking its answers in the order a generator
 /// seeded with `seed + i` shuffles them (a share routed elsewhere where `routed` says so);
 /// `verifier` makes each audit's fresh verifier. The audits are independent: they run on every
@@ -141,7 +145,7 @@ pub fn repeat_audits<'v>(
             records.len()
         )));
     }
-    let one = |i: usize| -> Result<(VerifyReport, bool), ClassifyError> {
+    let one = |i: usize| -> AuditOutcome {
         let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(i as u64));
         let order = match &routed {
             Some(r) => r.order(records, &mut rng),
@@ -159,24 +163,23 @@ pub fn repeat_audits<'v>(
     let workers = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(audits);
-    let mut done: Vec<(usize, Result<(VerifyReport, bool), ClassifyError>)> =
-        std::thread::scope(|scope| {
-            let one = &one;
-            let handles: Vec<_> = (0..workers)
-                .map(|w| {
-                    scope.spawn(move || {
-                        (w..audits)
-                            .step_by(workers)
-                            .map(|i| (i, one(i)))
-                            .collect::<Vec<_>>()
-                    })
+    let mut done: Vec<(usize, AuditOutcome)> = std::thread::scope(|scope| {
+        let one = &one;
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                scope.spawn(move || {
+                    (w..audits)
+                        .step_by(workers)
+                        .map(|i| (i, one(i)))
+                        .collect::<Vec<_>>()
                 })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().expect("a replayed audit panicked"))
-                .collect()
-        });
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a replayed audit panicked"))
+            .collect()
+    });
     done.sort_by_key(|(i, _)| *i);
 
     let mut tally = AuditTally {

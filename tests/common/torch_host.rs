@@ -24,20 +24,11 @@ const ATLAS_THREADS: usize = 2;
 impl TorchHost {
     /// This machine, torch's capability as the torch of `python` reports it.
     pub fn here(python: &Path) -> TorchHost {
-        let out = Command::new(python)
-            .args([
-                "-c",
-                "import torch; print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())",
-            ])
-            .output()
-            .expect("run the torch venv's python");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let stdout = prints(
+            python,
+            "import torch; print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())",
         );
         let host = hspi_datasets::HostProvenance::detect(Vec::new());
-        let stdout = String::from_utf8(out.stdout).unwrap();
         let (capability, threads) = stdout.trim().split_once(' ').expect("capability threads");
         TorchHost {
             capability: capability.to_string(),
@@ -71,4 +62,18 @@ impl TorchHost {
             threads: ATLAS_THREADS,
         }
     }
+}
+
+/// What `python -c code` prints (the test fails with its stderr where it fails).
+pub fn prints(python: &Path, code: &str) -> String {
+    let out = Command::new(python)
+        .args(["-c", code])
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", python.display()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }

@@ -127,19 +127,11 @@ impl Drop for Vllm {
 /// figures); the other two multiply bf16 with other kernels (on an AVX2-only AMD EPYC, each tiny
 /// family 1.1e-3 to 2.9e-2 from the served path, against 2.7e-5 to 4.4e-3 with `_C`).
 pub fn kernel_library() -> &'static str {
-    let out = Command::new(python())
-        .args([
-            "-c",
-            "import torch; print(torch.cpu._is_avx512_supported(), torch.cpu._is_avx512_bf16_supported())",
-        ])
-        .output()
-        .expect("run the vLLM venv's python");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let found = super::torch_host::prints(
+        &python(),
+        "import torch; print(torch.cpu._is_avx512_supported(), torch.cpu._is_avx512_bf16_supported())",
     );
-    match String::from_utf8_lossy(&out.stdout).trim() {
+    match found.trim() {
         "True True" => "_C",
         "True False" => "_C_AVX512",
         _ => "_C_AVX2",

@@ -159,9 +159,8 @@ impl Bpe {
         tokenizer.with_pre_tokenizer(Some(pre_tokenizer));
         tokenizer.with_decoder(Some(ByteLevel::default()));
         let specials: Vec<u32> = control.iter().chain(&user_defined).copied().collect();
-        Ok(Bpe::new(
-            tokenizer, tokens, &specials, control, eos, &merges,
-        ))
+        Bpe::new(tokenizer, tokens, &specials, control, eos, &merges)
+            .map_err(|e| bad(format!("its special tokens: {e}")))
     }
 
     /// The vocabulary of a Hugging Face checkpoint directory: `tokenizer.json` (a byte-level BPE,
@@ -236,14 +235,8 @@ impl Bpe {
             .map(|id| id as u32);
         // The pipeline as the checkpoint writes it (pre-tokenizer, added tokens).
         let tokenizer = Tokenizer::from_file(&path).map_err(|e| bad(e.to_string()))?;
-        Ok(Bpe::new(
-            tokenizer,
-            tokens,
-            &control,
-            control.clone(),
-            eos,
-            &merges,
-        ))
+        Bpe::new(tokenizer, tokens, &control, control.clone(), eos, &merges)
+            .map_err(|e| bad(format!("its special tokens: {e}")))
     }
 
     fn new(
@@ -253,13 +246,13 @@ impl Bpe {
         control: Vec<u32>,
         eos: Option<u32>,
         merges: &[String],
-    ) -> Bpe {
+    ) -> tokenizers::Result<Bpe> {
         let added: Vec<AddedToken> = whole
             .iter()
             .filter_map(|id| tokens.get(*id as usize))
             .map(|t| AddedToken::from(t.clone(), true).normalized(false))
             .collect();
-        tokenizer.add_special_tokens(&added);
+        tokenizer.add_special_tokens(added)?;
         let end_of_generation = control
             .iter()
             .copied()
@@ -279,7 +272,7 @@ impl Bpe {
             h.update(t.as_bytes());
             h.update([0u8]);
         }
-        Bpe {
+        Ok(Bpe {
             tokenizer,
             tokens,
             char_byte: byte_chars()
@@ -290,7 +283,7 @@ impl Bpe {
             control,
             end_of_generation,
             fingerprint: hex::encode(h.finalize()),
-        }
+        })
     }
 
     /// sha256 over the vocabulary and the merges.

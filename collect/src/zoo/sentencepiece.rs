@@ -105,7 +105,7 @@ impl SentencePiece {
             .byte_fallback(true)
             .build()?;
         let mut tokenizer = Tokenizer::new(bpe);
-        tokenizer.with_normalizer(Some(Replace::new(" ", "▁")?));
+        tokenizer.with_normalizer(Some(Replace::new(" ", "▁")?))?;
         // Control tokens (parsed in prompts, as llama-server parses them) and user-defined ones
         // (newline and tab runs, image markers: always whole) are split off before merging.
         let whole: Vec<AddedToken> = tokens
@@ -114,7 +114,7 @@ impl SentencePiece {
             .filter(|(_, t)| **t == CONTROL || **t == USER_DEFINED)
             .map(|(text, _)| AddedToken::from(text.clone(), true).normalized(false))
             .collect();
-        tokenizer.add_special_tokens(&whole);
+        tokenizer.add_special_tokens(whole)?;
         let end_of_generation = tokens
             .iter()
             .enumerate()

@@ -859,6 +859,6 @@ fn pytorch_bf16_on_fresh_references_is_decided_within_64_tokens() {
     assert_stated(
         "PyTorch bf16 claimed bf16 (fresh): format consistent",
         tally(&honest, "format", "consistent"),
-        200,
+        169,
     );
 }

@@ -220,10 +220,17 @@ pub fn records_by_probe(dir: &Path) -> std::collections::BTreeMap<String, serde_
 /// A count over 200 audits that the guide states, held within [`STATED_SLACK`] of the stated
 /// figure: a regression crosses it, a CPU whose kernels round one value differently does not.
 pub fn assert_stated(what: &str, measured: u64, stated: u64) {
+    print_measured(what, measured, &[stated]);
     assert!(
         measured.abs_diff(stated) <= STATED_SLACK,
         "{what}: {measured}, the guide states {stated} (allowed ±{STATED_SLACK})"
     );
+}
+
+/// Each stated figure as measured, on stderr: shown with `-- --nocapture` (how the guide's
+/// figures are measured again), or beside a failure.
+fn print_measured(what: &str, measured: u64, stated: &[u64]) {
+    eprintln!("measured: {what}: {measured} (the guide states {stated:?})");
 }
 
 /// How far a count over 200 audits may fall from the figure the guide states (1 %).
@@ -232,6 +239,7 @@ pub const STATED_SLACK: u64 = 2;
 /// A count over 200 audits of answers a test collected live from a server on this machine:
 /// held within [`LIVE_SLACK`] of the stated figure, as another CPU's kernels may move a few.
 pub fn assert_stated_live(what: &str, measured: u64, stated: u64) {
+    print_measured(what, measured, &[stated]);
     assert!(
         measured.abs_diff(stated) <= LIVE_SLACK,
         "{what}: {measured}, the guide states {stated} (allowed ±{LIVE_SLACK} for answers collected live)"
@@ -247,6 +255,7 @@ pub const LIVE_SLACK: u64 = 10;
 /// dimension by the caches), and a count that weighs how much of a small pattern the answers
 /// share moves with them. Held within [`LIVE_SLACK`] of the range the stated figures span.
 pub fn assert_stated_per_cpu(what: &str, measured: u64, stated: &[u64]) {
+    print_measured(what, measured, stated);
     let (low, high) = (
         stated.iter().min().copied().unwrap_or(0),
         stated.iter().max().copied().unwrap_or(0),

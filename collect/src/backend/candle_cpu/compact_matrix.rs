@@ -8,6 +8,9 @@
 use std::io::{self, Read, Write};
 
 use half::bf16;
+use half::slice::HalfBitsSliceExt;
+
+use super::float_product::{self, Weights};
 
 pub enum CompactMatrix {
     /// Every value a bf16 number: its bits.
@@ -87,21 +90,17 @@ impl CompactMatrix {
         }
     }
 
-    /// The values of the transpose (`[cols, rows]`) of the `rows × cols` matrix they make, as
-    /// candle's `t()?.contiguous()` gives them, written a tile at a time (candle's strided copy,
-    /// one index computation a value, was a quarter of a served-format reference's time).
-    pub fn transposed(&self, rows: usize, cols: usize) -> Vec<f32> {
+    /// `x · Wᵀ` by hspi's float product (`[positions, rows]`), this being `W` (`rows × cols`):
+    /// bf16 values multiplied as stored, coded ones decoded for the product.
+    pub fn product(&self, x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
         match self {
             CompactMatrix::Bf16(bits) => {
-                transpose_with(rows, cols, |i| bf16::from_bits(bits[i]).to_f32())
+                float_product::product(x, Weights::Bf16(bits.reinterpret_cast()), rows, cols)
             }
-            CompactMatrix::Coded {
-                book,
-                starts,
-                codes,
-                ..
-            } => transpose_with(rows, cols, |i| book[starts[i / cols] + codes[i] as usize]),
-            CompactMatrix::F32(v) => transpose_with(rows, cols, |i| v[i]),
+            CompactMatrix::Coded { .. } => {
+                float_product::product(x, Weights::F32(&self.values()), rows, cols)
+            }
+            CompactMatrix::F32(v) => float_product::product(x, Weights::F32(v), rows, cols),
         }
     }
 
@@ -221,23 +220,6 @@ impl CompactMatrix {
     }
 }
 
-/// The `[cols, rows]` transpose of a row-major `rows × cols` matrix whose value at flat index `i`
-/// is `at(i)`, in square tiles (both sides' cache lines reused).
-fn transpose_with(rows: usize, cols: usize, at: impl Fn(usize) -> f32) -> Vec<f32> {
-    const TILE: usize = 32;
-    let mut out = vec![0f32; rows * cols];
-    for r0 in (0..rows).step_by(TILE) {
-        for c0 in (0..cols).step_by(TILE) {
-            for r in r0..(r0 + TILE).min(rows) {
-                for c in c0..(c0 + TILE).min(cols) {
-                    out[c * rows + r] = at(r * cols + c);
-                }
-            }
-        }
-    }
-    out
-}
-
 pub(super) fn read_u64(r: &mut impl Read) -> io::Result<u64> {
     let mut b = [0u8; 8];
     r.read_exact(&mut b)?;
@@ -304,12 +286,9 @@ mod tests {
                 "{format}"
             );
             assert_eq!(compact.row(5, cols), w[5 * cols..6 * cols], "{format}");
-            let t = compact.transposed(rows, cols);
-            assert!(
-                (0..rows * cols)
-                    .all(|i| t[(i % cols) * rows + i / cols].to_bits() == w[i].to_bits()),
-                "{format}: transposed"
-            );
+            let x: Vec<f32> = (0..2 * cols).map(|i| (i % 13) as f32 - 6.0).collect();
+            let want = float_product::product(&x, Weights::F32(&w), rows, cols);
+            assert_eq!(compact.product(&x, rows, cols), want, "{format}: product");
             let mut bytes = Vec::new();
             compact.write(&mut bytes).unwrap();
             let read = CompactMatrix::read(&mut bytes.as_slice()).unwrap();

@@ -21,6 +21,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 use hspi_datasets::NumericFormat;
 
+use super::float_product::{self, Weights};
 use super::kept_weight::{self, KeptMatrix, KeptTable};
 use super::kv_cache::KvRounding;
 use super::llama_file_type::{self, ggml_type, tensor_type, Role};
@@ -200,7 +201,10 @@ impl MixtureOfExperts {
     fn forward(&self, activation: Activation, x: &Tensor) -> Result<Tensor> {
         let (_, positions, hidden) = x.dims3()?;
         let rows = x.squeeze(0)?;
-        let probs = candle_nn::ops::softmax_last_dim(&rows.matmul(&self.router.t()?)?)?;
+        let router = self.router.flatten_all()?.to_vec1::<f32>()?;
+        let scores =
+            float_product::linear(&rows, Weights::F32(&router), self.router.dim(0)?, hidden)?;
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
         let probs: Vec<Vec<f32>> = probs.to_vec2()?;
         // Per position, its chosen experts from the most probable, with their weights.
         let chosen: Vec<Vec<(usize, f32)>> = probs
@@ -622,11 +626,13 @@ impl GgufAllPositions {
                 v = Tensor::cat(&[cv, &v], 2)?;
             }
             kept.push((k.clone(), v.clone()));
-            let k = candle_transformers::utils::repeat_kv(k, h / kvh)?;
-            let v = candle_transformers::utils::repeat_kv(v, h / kvh)?;
-            let att = (q.matmul(&k.t()?)? / (d as f64).sqrt())?.broadcast_add(&masks[&l.window])?;
+            // Each key-value head shared by its group of query heads; both products hspi's own
+            // (one summation order on every CPU).
+            let att = (float_product::batched(&q.contiguous()?, &k.contiguous()?)?
+                / (d as f64).sqrt())?
+            .broadcast_add(&masks[&l.window])?;
             let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let mut y = att.matmul(&v.contiguous()?)?;
+            let mut y = float_product::batched(&att, &v.transpose(2, 3)?.contiguous()?)?;
             if let Some(r) = &self.kv_cache {
                 y = r.output(&y)?;
             }

@@ -5,6 +5,7 @@
 //! q4_0, q6_k, q4_k_m): 35.1 s with the pool, 30.3 s without; q4_k_m alone 11.7 s and 10.6 s;
 //! the same bits (the pool splits a product by its outputs).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 /// The variable candle reads once, when its pool is first used, for the pool's size.
@@ -20,4 +21,18 @@ pub fn jobs_own_the_cores() {
             std::env::set_var(POOL_THREADS, "1");
         }
     });
+    JOBS_OWN_THE_CORES.store(true, Ordering::Relaxed);
+}
+
+/// Set once hspi's own jobs hold the cores.
+static JOBS_OWN_THE_CORES: AtomicBool = AtomicBool::new(false);
+
+/// Threads one of hspi's own products may split over (`float_product`, the unpacked kernels):
+/// every core, or the caller's alone once hspi's jobs hold the cores. The split never changes a
+/// product's bits (each output is one worker's).
+pub fn product_threads() -> usize {
+    if JOBS_OWN_THE_CORES.load(Ordering::Relaxed) {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, usize::from)
 }

@@ -2,7 +2,8 @@
 //! f32 when it loads them for a matmul, twice their size; an engine holding every format of a
 //! model at once would hold each float format as f32, and every format's embedding table as f32
 //! (Gemma's 262,144 × 640 table is 671 MB a format). Here a float matrix stays as stored and is
-//! widened for one pass only, and the tokens' rows of an embedding table are read from it as
+//! multiplied by hspi's own product (`float_product`: a few rows widened at a time, one
+//! summation order on every CPU), and the tokens' rows of an embedding table are read from it as
 //! stored: the same f32 values candle computes with, at the format's own size.
 
 use std::borrow::Cow;
@@ -10,70 +11,94 @@ use std::sync::Arc;
 
 use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
 use candle_core::{Device, Module, Tensor};
+use half::{bf16, f16};
 
+use super::float_product::{self, Weights};
 use super::unpacked_q5::UnpackedQ5;
 use super::unpacked_q8::UnpackedQ8;
 use crate::error::Result;
 
 /// A matrix for `x · Wᵀ`.
 pub enum KeptMatrix {
-    /// Quantised (candle multiplies it as stored) or f32 (its own size already).
+    /// Quantised: candle multiplies it as stored.
     Resident(QMatMul),
-    /// F16 or BF16, widened to f32 for each pass.
-    Float(Arc<QTensor>),
+    /// F32, F16 or BF16, as stored, multiplied by [`float_product`].
+    Float(Box<FloatMatrix>),
     /// Q5_0 or Q5_1, its levels unpacked (candle's bits, faster).
     Unpacked(Box<UnpackedQ5>),
     /// Q8_0 or Q4_0 on an AVX2 CPU, its scales widened once (candle's AVX2 bits, faster).
     Unpacked8(Box<UnpackedQ8>),
 }
 
+/// A float matrix's values in their stored type, `[rows, cols]`.
+pub struct FloatMatrix {
+    rows: usize,
+    cols: usize,
+    values: FloatValues,
+}
+
+enum FloatValues {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    Bf16(Vec<bf16>),
+}
+
+impl FloatMatrix {
+    /// `t`'s values (F32, F16 or BF16), `None` for another type.
+    fn new(t: &QTensor) -> Result<Option<FloatMatrix>> {
+        let (rows, cols) = t.shape().dims2()?;
+        let data = t.data()?;
+        let halves = || -> Vec<u16> {
+            data.chunks_exact(2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                .collect()
+        };
+        let values = match t.dtype() {
+            GgmlDType::F32 => FloatValues::F32(
+                data.chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect(),
+            ),
+            GgmlDType::F16 => FloatValues::F16(halves().into_iter().map(f16::from_bits).collect()),
+            GgmlDType::BF16 => {
+                FloatValues::Bf16(halves().into_iter().map(bf16::from_bits).collect())
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(FloatMatrix { rows, cols, values }))
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let weights = match &self.values {
+            FloatValues::F32(v) => Weights::F32(v),
+            FloatValues::F16(v) => Weights::F16(v),
+            FloatValues::Bf16(v) => Weights::Bf16(v),
+        };
+        float_product::linear(x, weights, self.rows, self.cols)
+    }
+}
+
 impl KeptMatrix {
     pub fn new(t: Arc<QTensor>) -> Result<KeptMatrix> {
         super::kernel_tier::pin();
-        Ok(match t.dtype() {
-            GgmlDType::F16 | GgmlDType::BF16 => KeptMatrix::Float(t),
-            _ => match (UnpackedQ5::new(&t)?, UnpackedQ8::new(&t)?) {
-                (Some(unpacked), _) => KeptMatrix::Unpacked(Box::new(unpacked)),
-                (_, Some(unpacked)) => KeptMatrix::Unpacked8(Box::new(unpacked)),
-                _ => KeptMatrix::Resident(QMatMul::from_arc(t)?),
-            },
+        if let Some(float) = FloatMatrix::new(&t)? {
+            return Ok(KeptMatrix::Float(Box::new(float)));
+        }
+        Ok(match (UnpackedQ5::new(&t)?, UnpackedQ8::new(&t)?) {
+            (Some(unpacked), _) => KeptMatrix::Unpacked(Box::new(unpacked)),
+            (_, Some(unpacked)) => KeptMatrix::Unpacked8(Box::new(unpacked)),
+            _ => KeptMatrix::Resident(QMatMul::from_arc(t)?),
         })
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
             KeptMatrix::Resident(m) => m.forward(x)?,
+            KeptMatrix::Float(m) => m.forward(x)?,
             KeptMatrix::Unpacked(m) => m.forward(x)?,
             KeptMatrix::Unpacked8(m) => m.forward(x)?,
-            KeptMatrix::Float(t) => {
-                let (rows, _) = t.shape().dims2()?;
-                if rows <= WIDENED_ROWS {
-                    QMatMul::from_arc(t.clone())?.forward(x)?
-                } else {
-                    widened_by_chunks(t, x)?
-                }
-            }
         })
     }
-}
-
-/// The most rows of a float matrix widened to f32 at once: a vocabulary-sized head (Gemma's
-/// 262,144 rows, 671 MB widened) is multiplied a slice of rows at a time, 42 MB each at Gemma's
-/// width. Each output is the same dot product over the same inputs: the bits do not change
-/// (`a_head_widened_by_chunks_gives_the_whole_heads_bits`).
-const WIDENED_ROWS: usize = 16_384;
-
-/// `x · Wᵀ` for a float `w` widened [`WIDENED_ROWS`] rows at a time, the outputs side by side.
-fn widened_by_chunks(w: &QTensor, x: &Tensor) -> Result<Tensor> {
-    let (rows, cols) = w.shape().dims2()?;
-    let data = w.data()?;
-    let mut outputs = Vec::with_capacity(rows.div_ceil(WIDENED_ROWS));
-    for start in (0..rows).step_by(WIDENED_ROWS) {
-        let end = (start + WIDENED_ROWS).min(rows);
-        let chunk = Arc::new(rows_of(&data, w.dtype(), cols, start..end)?);
-        outputs.push(QMatMul::from_arc(chunk)?.forward(x)?);
-    }
-    Ok(Tensor::cat(&outputs, x.rank() - 1)?)
 }
 
 /// Rows `range` of a matrix `cols` wide stored as `data` in `dtype`, as a matrix of their own
@@ -194,29 +219,35 @@ mod tests {
     use super::super::bits;
     use super::*;
 
-    /// A float head too tall to widen at once gives, multiplied a slice of rows at a time, the
-    /// bits of the whole head widened and multiplied (one position and several, F16 and BF16).
+    /// A float matrix multiplies as hspi's float product of its values widened to f32, at each
+    /// stored type, one position and several.
     #[test]
-    fn a_head_widened_by_chunks_gives_the_whole_heads_bits() {
-        let (rows, cols) = (2 * WIDENED_ROWS + 1000, 64);
+    fn a_float_matrix_is_multiplied_by_the_fixed_order_product() {
+        let (rows, cols) = (37, 72);
         let values: Vec<f32> = (0..rows * cols)
             .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) / 613.0)
             .collect();
         let source = Tensor::from_vec(values, (rows, cols), &Device::Cpu).unwrap();
-        for dtype in [GgmlDType::F16, GgmlDType::BF16] {
+        for dtype in [GgmlDType::F32, GgmlDType::F16, GgmlDType::BF16] {
             let q = Arc::new(QTensor::quantize(&source, dtype).unwrap());
+            let widened: Vec<f32> = q
+                .dequantize(&Device::Cpu)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
             for positions in [1, 7] {
                 let x: Vec<f32> = (0..positions * cols)
                     .map(|i| ((i * 31 % 97) as f32 - 48.0) / 23.0)
                     .collect();
+                let want = float_product::product(&x, Weights::F32(&widened), rows, cols);
                 let x = Tensor::from_vec(x, (1, positions, cols), &Device::Cpu).unwrap();
-                let whole = QMatMul::from_arc(q.clone()).unwrap().forward(&x).unwrap();
                 let kept = KeptMatrix::new(q.clone()).unwrap().forward(&x).unwrap();
-                assert_eq!(kept.dims(), whole.dims());
-                assert!(
-                    bits(&kept) == bits(&whole),
-                    "{dtype:?}, {positions} positions"
-                );
+                assert_eq!(kept.dims(), &[1, positions, rows]);
+                let got: Vec<u32> = bits(&kept);
+                let want: Vec<u32> = want.iter().map(|v| v.to_bits()).collect();
+                assert!(got == want, "{dtype:?}, {positions} positions");
             }
         }
     }

@@ -6,6 +6,7 @@
 //! (`tiny_lm.rs`). Language models run at batch size 1.
 
 mod compact_matrix;
+mod float_product;
 mod ggml_quants;
 mod gguf_all_positions;
 mod gguf_lm;

@@ -17,7 +17,6 @@
 
 use std::sync::Arc;
 
-use candle_core::{Device, Tensor};
 use hspi_datasets::{CachedWeights, KvCache, NumericFormat};
 
 use super::compact_matrix::{read_array, read_u64, write_array, CompactMatrix};
@@ -34,30 +33,6 @@ struct Linear {
     weight: CompactMatrix,
     cols: usize,
     rows: usize,
-}
-
-impl Linear {
-    /// The weights as the GEMM's right-hand side `[in, out]` for `tokens` rows (made for one
-    /// pass: holding every format's as f32 took 16 times a model's f32 size). Several rows take
-    /// the stored matrix as a transposed view: gemm's blocked kernels sum each output over the
-    /// inputs in one order whatever the layout, so the bits are a copy's, without the copy (40 %
-    /// of a served format's time). One row takes a copy: gemm's matrix-vector kernels do depend
-    /// on the layout.
-    fn as_rhs(&self, tokens: usize) -> Result<Tensor> {
-        if tokens > 1 {
-            return Ok(Tensor::from_vec(
-                self.weight.values(),
-                (self.rows, self.cols),
-                &Device::Cpu,
-            )?
-            .t()?);
-        }
-        Ok(Tensor::from_vec(
-            self.weight.transposed(self.rows, self.cols),
-            (self.cols, self.rows),
-            &Device::Cpu,
-        )?)
-    }
 }
 
 struct Layer {
@@ -125,14 +100,7 @@ pub struct Tables {
     embed: CompactMatrix,
     /// `[vocab, hidden]`, bf16 values: the output projection where not tied to the embeddings.
     lm_head: Option<CompactMatrix>,
-    /// The output projection transposed to `[hidden, vocab]` in f32, made at the first pass and
-    /// kept for every later pass of every format (SmolLM2's is 113 MB; a head of more than
-    /// [`HEAD_KEPT_VALUES`] is made again for each pass).
-    head_t: std::sync::OnceLock<Tensor>,
 }
-
-/// The most values of an output projection kept transposed in f32 between passes.
-const HEAD_KEPT_VALUES: usize = 1 << 26;
 
 impl Tables {
     pub fn new(weights: &DecoderWeights) -> Arc<Tables> {
@@ -143,28 +111,12 @@ impl Tables {
                 .lm_head
                 .as_deref()
                 .map(|h| CompactMatrix::new(bf16s(h), hidden)),
-            head_t: std::sync::OnceLock::new(),
         })
     }
 
-    /// The output projection as the GEMM's right-hand side, `[hidden, vocab]`.
-    fn head_rhs(&self, c: &ModelConfig) -> Result<Tensor> {
-        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
-        let transposed = || {
-            Tensor::from_vec(
-                head.transposed(c.vocab, c.hidden),
-                (c.hidden, c.vocab),
-                &Device::Cpu,
-            )
-        };
-        if c.vocab * c.hidden > HEAD_KEPT_VALUES {
-            return Ok(transposed()?);
-        }
-        if let Some(t) = self.head_t.get() {
-            return Ok(t.clone());
-        }
-        let t = transposed()?;
-        Ok(self.head_t.get_or_init(|| t).clone())
+    /// The output projection, `[vocab, hidden]`.
+    fn head(&self) -> &CompactMatrix {
+        self.lm_head.as_ref().unwrap_or(&self.embed)
     }
 }
 
@@ -427,11 +379,7 @@ impl ServedLm {
     ) -> Result<Vec<f32>> {
         let mut a = x.to_vec();
         self.scheme.activations(&mut a, layer.cols);
-        let a = Tensor::from_vec(a, (tokens, layer.cols), &Device::Cpu)?;
-        let mut y = a
-            .matmul(&layer.as_rhs(tokens)?)?
-            .flatten_all()?
-            .to_vec1::<f32>()?;
+        let mut y = layer.weight.product(&a, layer.rows, layer.cols);
         debug_assert_eq!(y.len(), tokens * layer.rows);
         if let Some(bias) = bias {
             for row in y.chunks_mut(layer.rows) {
@@ -665,25 +613,22 @@ impl ServedLm {
                 h = self.rms_norm(&h, after_mlp);
             }
         }
-        // Each row separately through the head, as the last row alone always was (a GEMM's
-        // blocking may depend on its row count: one row keeps the generated answers' bits).
+        // The rows from `from` on through the head together (hspi's product sums each output
+        // alike whatever the number of rows).
         let from = from.clamp(1, n);
-        let lm_head_t = self.tables.head_rhs(c)?;
-        let mut out = Vec::with_capacity(n + 1 - from);
+        let mut last = Vec::with_capacity((n + 1 - from) * c.hidden);
         for k in from..=n {
             let at = (k - 1) * c.hidden..k * c.hidden;
-            let last = match &residual {
+            last.extend(match &residual {
                 Some(r) => {
                     let mut r = r[at.clone()].to_vec();
                     self.add_norm(&h[at], &mut r, &self.final_norm)
                 }
                 None => self.rms_norm(&h[at], &self.final_norm),
-            };
-            let x = Tensor::from_vec(last, (1, c.hidden), &Device::Cpu)?;
-            let logits = x.matmul(&lm_head_t)?.flatten_all()?.to_vec1::<f32>()?;
-            out.push(bf16s(&logits));
+            });
         }
-        Ok(out)
+        let logits = self.tables.head().product(&last, c.vocab, c.hidden);
+        Ok(logits.chunks(c.vocab).map(bf16s).collect())
     }
 }
 

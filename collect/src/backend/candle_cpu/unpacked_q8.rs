@@ -185,7 +185,7 @@ mod tests {
             let data = q.data().unwrap();
             let blocks = cols / BLOCK;
             // candle's own AVX2 dot product of row `r` with one position's activation blocks.
-            let candle_dot: Box<dyn Fn(usize, &[BlockQ8_0]) -> f32> = match dtype {
+            let candle_dot: CandleDot = match dtype {
                 GgmlDType::Q8_0 => {
                     let all: Vec<BlockQ8_0> = blocks_of(&data);
                     Box::new(move |r, ys| {
@@ -225,6 +225,9 @@ mod tests {
             }
         }
     }
+
+    /// candle's dot product of a matrix row with one position's activation blocks.
+    type CandleDot = Box<dyn Fn(usize, &[BlockQ8_0]) -> f32>;
 
     /// A quantised matrix's bytes as its blocks (candle's block types are `repr(C)`, unaligned
     /// bytes copied first).

@@ -249,23 +249,6 @@ pub fn assert_stated_live(what: &str, measured: u64, stated: u64) {
 /// How far a count over 200 audits of live answers may fall from the stated figure (5 %).
 pub const LIVE_SLACK: u64 = 10;
 
-/// A count over 200 audits of live answers whose figure the guide states per CPU: hspi's float
-/// references differ in their last bits between CPUs (candle's matrix products go through the
-/// `gemm` crate, which picks its kernel by the instruction set and its blocking of the summed
-/// dimension by the caches), and a count that weighs how much of a small pattern the answers
-/// share moves with them. Held within [`LIVE_SLACK`] of the range the stated figures span.
-pub fn assert_stated_per_cpu(what: &str, measured: u64, stated: &[u64]) {
-    print_measured(what, measured, stated);
-    let (low, high) = (
-        stated.iter().min().copied().unwrap_or(0),
-        stated.iter().max().copied().unwrap_or(0),
-    );
-    assert!(
-        measured + LIVE_SLACK >= low && measured <= high + LIVE_SLACK,
-        "{what}: {measured}, the guide states {stated:?} on the CPUs measured (allowed ±{LIVE_SLACK} around them)"
-    );
-}
-
 /// The format dimension's status in an audit report (`hspi audit --json`).
 pub fn format_verdict(report: &serde_json::Value) -> String {
     report["evidence"]["verification"]["dimensions"]

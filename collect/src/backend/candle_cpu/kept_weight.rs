@@ -276,7 +276,7 @@ mod tests {
                     .unwrap();
                 let own = Tensor::from_vec(rows_e, (rows, cols), &Device::Cpu).unwrap();
                 let own = QTensor::quantize(&own, dtype).unwrap();
-                let want = QMatMul::from_qtensor(own).unwrap().forward(&x).unwrap();
+                let want = KeptMatrix::new(Arc::new(own)).unwrap().forward(&x).unwrap();
                 let got = m.forward(&x).unwrap();
                 assert_eq!(
                     got.flatten_all().unwrap().to_vec1::<f32>().unwrap(),

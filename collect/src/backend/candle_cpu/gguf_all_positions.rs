@@ -2,9 +2,10 @@
 //! qwen3, gemma3) on candle's quantized kernels that returns the logits of every position
 //! from one causal pass: teacher forcing on a provider's tokens reads the weights once per answer
 //! instead of once per generated token (decoding a 135M model is memory-bound: 8 positions cost
-//! about 8 reads of every weight, one pass about one). The layers are candle's quantized llama
-//! (`candle_transformers::models::quantized_llama`), kept here because that model returns the
-//! last position only, with what each family does differently as llama.cpp computes it: biases,
+//! about 8 reads of every weight, one pass about one). The layers follow candle's quantized llama
+//! (candle-transformers' `quantized_llama`, which returns the last position only; its float
+//! products are hspi's own here, `super::float_product`), with what each family does
+//! differently as llama.cpp computes it: biases,
 //! q/k norms, scaled embeddings, norms around attention and the MLP, GELU-tanh, sliding-window
 //! layers with their own rotary base, and Llama 3's per-band rotary divisors (`rope_freqs`). Other formats are made by requantising the file's matrices in memory to
 //! the mix `llama-quantize` writes for that file type (`super::llama_file_type`: the output head
@@ -17,8 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
-use candle_core::{DType, Device, Module, Tensor};
-use candle_transformers::quantized_nn::RmsNorm;
+use candle_core::{DType, Device, Tensor};
 use hspi_datasets::NumericFormat;
 
 use super::float_product::{self, Weights};
@@ -177,6 +177,35 @@ fn write_kept(kept: &Path, matrices: &HashMap<String, QTensor>) -> std::io::Resu
     })
 }
 
+/// An RMS norm over the last dimension with a GGUF weight (candle's `rms_norm`, as candle's
+/// quantized llama normalises).
+struct RmsNorm {
+    weight: Tensor,
+    eps: f32,
+}
+
+impl RmsNorm {
+    fn from_qtensor(weight: QTensor, eps: f64) -> Result<RmsNorm> {
+        Ok(RmsNorm {
+            weight: weight.dequantize(&Device::Cpu)?,
+            eps: eps as f32,
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(candle_nn::ops::rms_norm(x, &self.weight, self.eps)?)
+    }
+}
+
+/// Which types a requantised file's matrices take.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mix {
+    /// The mix `llama-quantize` writes for the file type, quantised as llama.cpp rounds.
+    LlamaQuantize,
+    /// Every matrix at the format itself, quantised as candle rounds.
+    Uniform,
+}
+
 /// A gated MLP: `down(act(gate(x)) · up(x))`.
 fn gated(
     activation: Activation,
@@ -274,6 +303,23 @@ impl GgufAllPositions {
         format: NumericFormat,
         kept: Option<&Path>,
     ) -> Result<GgufAllPositions> {
+        Self::load_as(path, format, kept, Mix::LlamaQuantize)
+    }
+
+    /// `path` with every matrix (the token embeddings included) requantised by candle to
+    /// `format` itself: candle's own engine (`super::QuantizedLm`, `hspi serve`), as it has
+    /// served and collected since its first datasets.
+    pub fn load_uniform(path: &Path, format: NumericFormat) -> Result<GgufAllPositions> {
+        Self::load_as(path, format, None, Mix::Uniform)
+    }
+
+    fn load_as(
+        path: &Path,
+        format: NumericFormat,
+        kept: Option<&Path>,
+        mix: Mix,
+    ) -> Result<GgufAllPositions> {
+        let uniform = mix == Mix::Uniform;
         let bad = |reason: String| CollectError::BadWeights {
             model: "a GGUF language model".into(),
             path: path.into(),
@@ -322,7 +368,10 @@ impl GgufAllPositions {
             Ok(Requantised {
                 name: name.into(),
                 from: from.into(),
-                dtype: tensor_type(format, role, columns).unwrap_or(target),
+                dtype: match mix {
+                    Mix::LlamaQuantize => tensor_type(format, role, columns).unwrap_or(target),
+                    Mix::Uniform => target,
+                },
             })
         };
         let mlp = match architecture.experts {
@@ -345,7 +394,10 @@ impl GgufAllPositions {
         wanted.push(requantised("output.weight", output_name, Role::Output)?);
         // A file of this very type loads as it is (SmolLM2's packaged Q4_1).
         let native = llama_file_type::file_format(&content) == Some(format);
-        let requantise_embeddings = !is_float(target) && !native && !tied;
+        let requantise_embeddings = match mix {
+            Mix::LlamaQuantize => !is_float(target) && !native && !tied,
+            Mix::Uniform => !native,
+        };
         if requantise_embeddings {
             wanted.push(requantised(
                 "token_embd.weight",
@@ -366,7 +418,12 @@ impl GgufAllPositions {
             for r in &wanted {
                 let source = tensor(&r.from)?.dequantize(&dev)?;
                 // A stack of experts is quantised row by row, as ggml stores it.
-                let q = llama_file_type::quantize(&kept_weight::as_matrix(&source)?, r.dtype)?;
+                let q = match mix {
+                    Mix::LlamaQuantize => {
+                        llama_file_type::quantize(&kept_weight::as_matrix(&source)?, r.dtype)?
+                    }
+                    Mix::Uniform => QTensor::quantize(&kept_weight::as_matrix(&source)?, r.dtype)?,
+                };
                 let q = match source.rank() {
                     2 => q,
                     _ => kept_weight::reshaped(&q, source.dims())?,
@@ -392,7 +449,11 @@ impl GgufAllPositions {
         // A tied head at the file's own float type holds the very same values: one copy.
         let head_is_the_table =
             tied && is_float(target) && file_embeddings == Some(matrices["output.weight"].dtype());
-        let embed = KeptTable::new(if head_is_the_table {
+        let embed = KeptTable::new(if uniform && !native {
+            matrices
+                .remove("token_embd.weight")
+                .ok_or_else(|| bad("no token_embd.weight in the GGUF".into()))?
+        } else if head_is_the_table {
             matrices["output.weight"].clone()
         } else if is_float(target) || native {
             Arc::new(tensor("token_embd.weight")?)

@@ -13,7 +13,7 @@ use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
 use candle_core::{Device, Module, Tensor};
 use half::{bf16, f16};
 
-use super::float_product::{self, Weights};
+use super::float_product::{Panels, Weights};
 use super::unpacked_q5::UnpackedQ5;
 use super::unpacked_q8::UnpackedQ8;
 use crate::error::Result;
@@ -30,17 +30,11 @@ pub enum KeptMatrix {
     Unpacked8(Box<UnpackedQ8>),
 }
 
-/// A float matrix's values in their stored type, `[rows, cols]`.
+/// A float matrix's values in their stored type, `[rows, cols]`, packed for hspi's product.
 pub struct FloatMatrix {
     rows: usize,
     cols: usize,
-    values: FloatValues,
-}
-
-enum FloatValues {
-    F32(Vec<f32>),
-    F16(Vec<f16>),
-    Bf16(Vec<bf16>),
+    panels: Panels,
 }
 
 impl FloatMatrix {
@@ -53,28 +47,40 @@ impl FloatMatrix {
                 .map(|b| u16::from_le_bytes([b[0], b[1]]))
                 .collect()
         };
-        let values = match t.dtype() {
-            GgmlDType::F32 => FloatValues::F32(
-                data.chunks_exact(4)
+        let panels = match t.dtype() {
+            GgmlDType::F32 => {
+                let v: Vec<f32> = data
+                    .chunks_exact(4)
                     .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .collect(),
-            ),
-            GgmlDType::F16 => FloatValues::F16(halves().into_iter().map(f16::from_bits).collect()),
+                    .collect();
+                Panels::new(Weights::F32(&v), rows, cols)
+            }
+            GgmlDType::F16 => {
+                let v: Vec<f16> = halves().into_iter().map(f16::from_bits).collect();
+                Panels::new(Weights::F16(&v), rows, cols)
+            }
             GgmlDType::BF16 => {
-                FloatValues::Bf16(halves().into_iter().map(bf16::from_bits).collect())
+                let v: Vec<bf16> = halves().into_iter().map(bf16::from_bits).collect();
+                Panels::new(Weights::Bf16(&v), rows, cols)
             }
             _ => return Ok(None),
         };
-        Ok(Some(FloatMatrix { rows, cols, values }))
+        Ok(Some(FloatMatrix { rows, cols, panels }))
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let weights = match &self.values {
-            FloatValues::F32(v) => Weights::F32(v),
-            FloatValues::F16(v) => Weights::F16(v),
-            FloatValues::Bf16(v) => Weights::Bf16(v),
-        };
-        float_product::linear(x, weights, self.rows, self.cols)
+        let mut dims = x.dims().to_vec();
+        let values = x.flatten_all()?.to_vec1::<f32>()?;
+        if !values.len().is_multiple_of(self.cols) {
+            return Err(candle_core::Error::Msg(format!(
+                "inputs of {dims:?} for a matrix {} wide",
+                self.cols
+            ))
+            .into());
+        }
+        let out = self.panels.product(&values);
+        *dims.last_mut().expect("a matrix's input has a dimension") = self.rows;
+        Ok(Tensor::from_vec(out, dims, &Device::Cpu)?)
     }
 }
 
@@ -241,7 +247,8 @@ mod tests {
                 let x: Vec<f32> = (0..positions * cols)
                     .map(|i| ((i * 31 % 97) as f32 - 48.0) / 23.0)
                     .collect();
-                let want = float_product::product(&x, Weights::F32(&widened), rows, cols);
+                let want =
+                    super::super::float_product::product(&x, Weights::F32(&widened), rows, cols);
                 let x = Tensor::from_vec(x, (1, positions, cols), &Device::Cpu).unwrap();
                 let kept = KeptMatrix::new(q.clone()).unwrap().forward(&x).unwrap();
                 assert_eq!(kept.dims(), &[1, positions, rows]);

@@ -477,10 +477,7 @@ impl GgufAllPositions {
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
             let mut norm = |name: &str| -> Result<RmsNorm> {
-                Ok(RmsNorm::from_qtensor(
-                    tensor(&format!("blk.{i}.{name}.weight"))?,
-                    eps,
-                )?)
+                RmsNorm::from_qtensor(tensor(&format!("blk.{i}.{name}.weight"))?, eps)
             };
             let attn_norm = norm("attn_norm")?;
             let ffn_norm = norm("ffn_norm")?;

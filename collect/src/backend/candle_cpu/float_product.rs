@@ -82,20 +82,10 @@ impl Panels {
             "a {rows}×{cols} matrix of {} values",
             w.len()
         );
-        fn pack<T: Copy + Default>(w: &[T], rows: usize, cols: usize) -> Vec<T> {
-            let mut out = vec![T::default(); rows.div_ceil(LANES) * LANES * cols];
-            for (r, row) in w.chunks_exact(cols.max(1)).enumerate() {
-                let (g, j) = (r / LANES, r % LANES);
-                for (k, v) in row.iter().enumerate() {
-                    out[(g * cols + k) * LANES + j] = *v;
-                }
-            }
-            out
-        }
         let values = match w {
-            Weights::F32(w) => PanelValues::F32(pack(w, rows, cols)),
-            Weights::F16(w) => PanelValues::F16(pack(w, rows, cols)),
-            Weights::Bf16(w) => PanelValues::Bf16(pack(w, rows, cols)),
+            Weights::F32(w) => PanelValues::F32(pack_rows(w, rows, cols)),
+            Weights::F16(w) => PanelValues::F16(pack_rows(w, rows, cols)),
+            Weights::Bf16(w) => PanelValues::Bf16(pack_rows(w, rows, cols)),
         };
         Panels { rows, cols, values }
     }
@@ -117,6 +107,21 @@ impl Panels {
         )
     }
 
+    /// [`Self::product`] for a tensor `x` of any rank whose last dimension is the width.
+    pub fn linear(&self, x: &Tensor) -> Result<Tensor> {
+        let mut dims = x.dims().to_vec();
+        if dims.last() != Some(&self.cols) {
+            return Err(candle_core::Error::Msg(format!(
+                "inputs of {dims:?} for a matrix {} wide",
+                self.cols
+            ))
+            .into());
+        }
+        let out = self.product(&x.flatten_all()?.to_vec1::<f32>()?);
+        *dims.last_mut().expect("checked above") = self.rows;
+        Ok(Tensor::from_vec(out, dims, &Device::Cpu)?)
+    }
+
     /// The panels of rows `start..end` (`start` a multiple of eight) as f32.
     fn widen(&self, start: usize, end: usize, out: &mut Vec<f32>) {
         let at = start / LANES * LANES * self.cols..end.div_ceil(LANES) * LANES * self.cols;
@@ -126,6 +131,26 @@ impl Panels {
             PanelValues::F32(v) => out.copy_from_slice(&v[at]),
             PanelValues::F16(v) => v[at].convert_to_f32_slice(out),
             PanelValues::Bf16(v) => v[at].convert_to_f32_slice(out),
+        }
+    }
+}
+
+/// `rows` rows of `cols` values (row by row) as eight-row panels.
+fn pack_rows<T: Copy + Default>(w: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let mut out = Vec::new();
+    pack_into(w, rows, cols, &mut out);
+    out
+}
+
+/// `rows` rows of `cols` values into `out` as eight-row panels (`[(g * cols + k) * 8 + j]` =
+/// row `8g + j`, column `k`; rows past the last zero).
+fn pack_into<T: Copy + Default>(w: &[T], rows: usize, cols: usize, out: &mut Vec<T>) {
+    out.clear();
+    out.resize(rows.div_ceil(LANES) * LANES * cols, T::default());
+    for (r, row) in w.chunks_exact(cols.max(1)).enumerate() {
+        let (g, j) = (r / LANES, r % LANES);
+        for (k, v) in row.iter().enumerate() {
+            out[(g * cols + k) * LANES + j] = *v;
         }
     }
 }
@@ -152,14 +177,7 @@ impl Source<'_> {
             Source::Panels(p) => p.widen(start, end, panel),
             Source::Rows(w) => {
                 w.widen(start..end, cols, scratch);
-                panel.clear();
-                panel.resize((end - start).div_ceil(LANES) * cols * LANES, 0.0);
-                for (r, row) in scratch.chunks_exact(cols).enumerate() {
-                    let (g, j) = (r / LANES, r % LANES);
-                    for (k, v) in row.iter().enumerate() {
-                        panel[(g * cols + k) * LANES + j] = *v;
-                    }
-                }
+                pack_into(scratch, end - start, cols, panel);
             }
         }
     }
@@ -212,39 +230,9 @@ fn workers_for(multiply_adds: usize) -> usize {
 /// [`product`] split over `workers` threads by rows of `W`.
 fn split(x: &[f32], w: Source<'_>, rows: usize, cols: usize, workers: usize) -> Vec<f32> {
     let positions = x.len() / cols;
-    let per = rows.div_ceil(workers).div_ceil(ROW_BLOCK).max(1) * ROW_BLOCK;
-    let mut parts: Vec<Vec<f32>> = vec![Vec::new(); rows.div_ceil(per)];
-    if parts.len() == 1 {
-        parts[0] = rows_of_product(x, positions, w, cols, 0..rows);
-    } else {
-        std::thread::scope(|scope| {
-            for (i, part) in parts.iter_mut().enumerate() {
-                scope.spawn(move || {
-                    *part =
-                        rows_of_product(x, positions, w, cols, i * per..((i + 1) * per).min(rows));
-                });
-            }
-        });
-    }
-    let mut out = vec![0f32; positions * rows];
-    for (i, part) in parts.iter().enumerate() {
-        for (r, row) in part.chunks(positions.max(1)).enumerate() {
-            for (p, v) in row.iter().enumerate() {
-                out[p * rows + i * per + r] = *v;
-            }
-        }
-    }
-    out
-}
-
-/// `x · Wᵀ` for a tensor `x` of any rank whose last dimension is `cols`: the same leading
-/// dimensions, the last `rows` wide.
-pub fn linear(x: &Tensor, w: Weights<'_>, rows: usize, cols: usize) -> Result<Tensor> {
-    let mut dims = x.dims().to_vec();
-    let values = x.flatten_all()?.to_vec1::<f32>()?;
-    let out = product(&values, w, rows, cols);
-    *dims.last_mut().expect("a matrix's input has a dimension") = rows;
-    Ok(Tensor::from_vec(out, dims, &Device::Cpu)?)
+    job_threads::by_output_rows(rows, positions, workers, ROW_BLOCK, |range| {
+        rows_of_product(x, positions, w, cols, range)
+    })
 }
 
 /// `a · bᵀ` for each leading entry: `a` is `[.., m, k]` (say a pass's query heads), `b` is

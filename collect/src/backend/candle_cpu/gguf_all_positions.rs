@@ -21,7 +21,7 @@ use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{DType, Device, Tensor};
 use hspi_datasets::NumericFormat;
 
-use super::float_product::{self, Weights};
+use super::float_product::{self, Panels, Weights};
 use super::kept_weight::{self, KeptMatrix, KeptTable};
 use super::kv_cache::KvRounding;
 use super::llama_file_type::{self, ggml_type, tensor_type, Role};
@@ -76,7 +76,7 @@ enum Mlp {
 /// Every expert's gate, up and down matrices, and the router (`ffn_gate_inp`, kept at its file
 /// type as llama-quantize keeps it), picking `used` experts per token.
 struct MixtureOfExperts {
-    router: Tensor,
+    router: Panels,
     gate: Vec<KeptMatrix>,
     up: Vec<KeptMatrix>,
     down: Vec<KeptMatrix>,
@@ -230,9 +230,7 @@ impl MixtureOfExperts {
     fn forward(&self, activation: Activation, x: &Tensor) -> Result<Tensor> {
         let (_, positions, hidden) = x.dims3()?;
         let rows = x.squeeze(0)?;
-        let router = self.router.flatten_all()?.to_vec1::<f32>()?;
-        let scores =
-            float_product::linear(&rows, Weights::F32(&router), self.router.dim(0)?, hidden)?;
+        let scores = self.router.linear(&rows)?;
         let probs = candle_nn::ops::softmax_last_dim(&scores)?;
         let probs: Vec<Vec<f32>> = probs.to_vec2()?;
         // Per position, its chosen experts from the most probable, with their weights.
@@ -511,14 +509,19 @@ impl GgufAllPositions {
                     );
                     let router =
                         tensor(&format!("blk.{i}.ffn_gate_inp.weight"))?.dequantize(&dev)?;
-                    if gate.len() != experts.count || router.dim(0)? != experts.count {
+                    let (routed, width) = router.dims2()?;
+                    if gate.len() != experts.count || routed != experts.count {
                         return Err(bad(format!(
-                            "layer {i}: {} experts and a router over {}, the file says {}",
+                            "layer {i}: {} experts and a router over {routed}, the file says {}",
                             gate.len(),
-                            router.dim(0)?,
                             experts.count
                         )));
                     }
+                    let router = Panels::new(
+                        Weights::F32(&router.flatten_all()?.to_vec1::<f32>()?),
+                        routed,
+                        width,
+                    );
                     Mlp::Experts(MixtureOfExperts {
                         router,
                         gate,

@@ -36,3 +36,37 @@ pub fn product_threads() -> usize {
     }
     std::thread::available_parallelism().map_or(1, usize::from)
 }
+
+/// A product's `rows` outputs for every one of `positions`, split by output row over `workers`
+/// threads (each taking a multiple of `align` rows): `rows_of(range)` gives rows `range`, row by
+/// row (`[range, positions]`); the product is laid out `[positions, rows]`. Each output is one
+/// worker's, so the split never changes its bits.
+pub fn by_output_rows(
+    rows: usize,
+    positions: usize,
+    workers: usize,
+    align: usize,
+    rows_of: impl Fn(std::ops::Range<usize>) -> Vec<f32> + Sync,
+) -> Vec<f32> {
+    let per = rows.div_ceil(workers.max(1)).div_ceil(align).max(1) * align;
+    let mut parts: Vec<Vec<f32>> = vec![Vec::new(); rows.div_ceil(per)];
+    if parts.len() == 1 {
+        parts[0] = rows_of(0..rows);
+    } else {
+        std::thread::scope(|scope| {
+            for (i, part) in parts.iter_mut().enumerate() {
+                let rows_of = &rows_of;
+                scope.spawn(move || *part = rows_of(i * per..((i + 1) * per).min(rows)));
+            }
+        });
+    }
+    let mut out = vec![0f32; positions * rows];
+    for (i, part) in parts.iter().enumerate() {
+        for (r, row) in part.chunks(positions.max(1)).enumerate() {
+            for (p, v) in row.iter().enumerate() {
+                out[p * rows + i * per + r] = *v;
+            }
+        }
+    }
+    out
+}

@@ -23,71 +23,46 @@ pub enum KeptMatrix {
     /// Quantised: candle multiplies it as stored.
     Resident(QMatMul),
     /// F32, F16 or BF16, as stored, multiplied by [`float_product`].
-    Float(Box<FloatMatrix>),
+    Float(Box<Panels>),
     /// Q5_0 or Q5_1, its levels unpacked (candle's bits, faster).
     Unpacked(Box<UnpackedQ5>),
     /// Q8_0 or Q4_0 on an AVX2 CPU, its scales widened once (candle's AVX2 bits, faster).
     Unpacked8(Box<UnpackedQ8>),
 }
 
-/// A float matrix's values in their stored type, `[rows, cols]`, packed for hspi's product.
-pub struct FloatMatrix {
-    rows: usize,
-    cols: usize,
-    panels: Panels,
-}
-
-impl FloatMatrix {
-    /// `t`'s values (F32, F16 or BF16), `None` for another type.
-    fn new(t: &QTensor) -> Result<Option<FloatMatrix>> {
-        let (rows, cols) = t.shape().dims2()?;
-        let data = t.data()?;
-        let halves = || -> Vec<u16> {
-            data.chunks_exact(2)
-                .map(|b| u16::from_le_bytes([b[0], b[1]]))
-                .collect()
-        };
-        let panels = match t.dtype() {
-            GgmlDType::F32 => {
-                let v: Vec<f32> = data
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .collect();
-                Panels::new(Weights::F32(&v), rows, cols)
-            }
-            GgmlDType::F16 => {
-                let v: Vec<f16> = halves().into_iter().map(f16::from_bits).collect();
-                Panels::new(Weights::F16(&v), rows, cols)
-            }
-            GgmlDType::BF16 => {
-                let v: Vec<bf16> = halves().into_iter().map(bf16::from_bits).collect();
-                Panels::new(Weights::Bf16(&v), rows, cols)
-            }
-            _ => return Ok(None),
-        };
-        Ok(Some(FloatMatrix { rows, cols, panels }))
-    }
-
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let mut dims = x.dims().to_vec();
-        let values = x.flatten_all()?.to_vec1::<f32>()?;
-        if !values.len().is_multiple_of(self.cols) {
-            return Err(candle_core::Error::Msg(format!(
-                "inputs of {dims:?} for a matrix {} wide",
-                self.cols
-            ))
-            .into());
+/// `t`'s values (F32, F16 or BF16) in their stored type, packed for hspi's product; `None`
+/// for another type.
+fn float_panels(t: &QTensor) -> Result<Option<Panels>> {
+    let (rows, cols) = t.shape().dims2()?;
+    let data = t.data()?;
+    let halves = || {
+        data.chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    Ok(Some(match t.dtype() {
+        GgmlDType::F32 => {
+            let v: Vec<f32> = data
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            Panels::new(Weights::F32(&v), rows, cols)
         }
-        let out = self.panels.product(&values);
-        *dims.last_mut().expect("a matrix's input has a dimension") = self.rows;
-        Ok(Tensor::from_vec(out, dims, &Device::Cpu)?)
-    }
+        GgmlDType::F16 => {
+            let v: Vec<f16> = halves().map(f16::from_bits).collect();
+            Panels::new(Weights::F16(&v), rows, cols)
+        }
+        GgmlDType::BF16 => {
+            let v: Vec<bf16> = halves().map(bf16::from_bits).collect();
+            Panels::new(Weights::Bf16(&v), rows, cols)
+        }
+        _ => return Ok(None),
+    }))
 }
 
 impl KeptMatrix {
     pub fn new(t: Arc<QTensor>) -> Result<KeptMatrix> {
         super::kernel_tier::pin();
-        if let Some(float) = FloatMatrix::new(&t)? {
+        if let Some(float) = float_panels(&t)? {
             return Ok(KeptMatrix::Float(Box::new(float)));
         }
         Ok(match (UnpackedQ5::new(&t)?, UnpackedQ8::new(&t)?) {
@@ -100,7 +75,7 @@ impl KeptMatrix {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
             KeptMatrix::Resident(m) => m.forward(x)?,
-            KeptMatrix::Float(m) => m.forward(x)?,
+            KeptMatrix::Float(m) => m.linear(x)?,
             KeptMatrix::Unpacked(m) => m.forward(x)?,
             KeptMatrix::Unpacked8(m) => m.forward(x)?,
         })

@@ -77,7 +77,7 @@ fn quantise(xs: &[f32], a: &mut Activations) {
 
 /// `x · Wᵀ` for a matrix of `rows` × `cols` and `x` of any rank whose last dimension is `cols`:
 /// `columns(range, activations)` gives columns `range` of the product, column by column (each
-/// column's positions together), on one worker per core.
+/// column's positions together), on one worker per core (`job_threads::product_threads`).
 pub fn by_columns(
     x: &Tensor,
     rows: usize,
@@ -87,26 +87,13 @@ pub fn by_columns(
     let mut dims = x.dims().to_vec();
     let values = x.flatten_all()?.to_vec1::<f32>()?;
     let activations = Activations::of(&values, cols);
-    let positions = activations.positions;
-    let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    let per = rows.div_ceil(workers).max(1);
-    let mut parts: Vec<Vec<f32>> = vec![Vec::new(); rows.div_ceil(per)];
-    std::thread::scope(|scope| {
-        for (w, part) in parts.iter_mut().enumerate() {
-            let (activations, columns) = (&activations, &columns);
-            scope.spawn(move || {
-                *part = columns(w * per..((w + 1) * per).min(rows), activations);
-            });
-        }
-    });
-    let mut out = vec![0f32; positions * rows];
-    for (w, part) in parts.iter().enumerate() {
-        for (c, column) in part.chunks(positions.max(1)).enumerate() {
-            for (p, v) in column.iter().enumerate() {
-                out[p * rows + w * per + c] = *v;
-            }
-        }
-    }
+    let out = super::job_threads::by_output_rows(
+        rows,
+        activations.positions,
+        super::job_threads::product_threads(),
+        1,
+        |range| columns(range, &activations),
+    );
     *dims.last_mut().expect("a matrix's input has a dimension") = rows;
     Ok(Tensor::from_vec(out, dims, &Device::Cpu)?)
 }

@@ -2,8 +2,8 @@
 //! folded into the norms) store it and vLLM serves it: weights int8 per output channel with
 //! scale `bf16(amax/127.5)`, `q = clamp(rne(bf16(w/s)), −128, 127)` (checked against a W8A8
 //! checkpoint llm-compressor 0.14 made of SmolLM2: every scale and weight equal); activations per
-//! token at run time, `s = amax/127`, `q = rne(x·127/amax)`, int32 accumulation, an fp32
-//! epilogue `s_a·s_w·acc`.
+//! token at run time, `s = amax/127`, `q = rne(x·f32(1/s))`, multiplied as integers
+//! (`backend::candle_cpu::int8_product`: vLLM's CPU kernel, its saturation and epilogue).
 
 use hspi_datasets::NumericFormat;
 
@@ -41,10 +41,15 @@ impl LinearScheme for Int8W8a8 {
             if m == 0.0 {
                 return;
             }
-            let (inverse, scale) = (127.0 / m, m / 127.0);
+            let scale = m / 127.0;
+            let inverse = (1.0f64 / scale as f64) as f32;
             for v in row.iter_mut() {
-                *v = (*v * inverse).round_ties_even().clamp(-127.0, 127.0) * scale;
+                *v = (*v * inverse).round_ties_even().clamp(-128.0, 127.0) * scale;
             }
         });
+    }
+
+    fn multiplies_integers(&self) -> bool {
+        true
     }
 }

@@ -34,6 +34,11 @@ pub trait LinearScheme: Send + Sync {
     /// Quantise and dequantise the activations in place, token by token (none by default: the
     /// kernel reads them in the model's dtype).
     fn activations(&self, _x: &mut [f32], _cols: usize) {}
+    /// Whether the kernel multiplies integer codes (INT8 W8A8: the served path's integer
+    /// product) rather than the dequantised values in f32.
+    fn multiplies_integers(&self) -> bool {
+        false
+    }
     /// Whether a layer `cols` wide can be stored in this format (a group size must divide it).
     fn fits(&self, _cols: usize) -> bool {
         true

@@ -11,6 +11,7 @@ mod ggml_quants;
 mod gguf_all_positions;
 mod gguf_lm;
 mod image;
+mod int8_product;
 mod job_threads;
 mod kept_weight;
 mod kernel_tier;

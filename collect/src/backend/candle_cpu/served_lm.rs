@@ -20,6 +20,7 @@ use std::sync::Arc;
 use hspi_datasets::{CachedWeights, KvCache, NumericFormat};
 
 use super::compact_matrix::{read_array, read_u64, write_array, CompactMatrix};
+use super::int8_product::Int8Matrix;
 use crate::error::{CollectError, Result};
 use crate::rounding::{truncate_fp8_e4m3, truncate_fp8_e5m2};
 use crate::scheme::{self, round_bf16, LinearScheme};
@@ -33,6 +34,36 @@ struct Linear {
     weight: CompactMatrix,
     cols: usize,
     rows: usize,
+    /// The codes and scales where the scheme multiplies integers.
+    int8: Option<Int8Matrix>,
+}
+
+impl Linear {
+    fn new(
+        weight: CompactMatrix,
+        rows: usize,
+        cols: usize,
+        scheme: &dyn LinearScheme,
+    ) -> Result<Linear> {
+        let int8 = match scheme.multiplies_integers() {
+            false => None,
+            true => Some(
+                Int8Matrix::from_values(&weight.values(), rows, cols).ok_or_else(|| {
+                    CollectError::Unsupported {
+                        platform: scheme.format().to_string(),
+                        model: String::new(),
+                        reason: "a layer's weights are not int8 codes times a scale per row".into(),
+                    }
+                })?,
+            ),
+        };
+        Ok(Linear {
+            weight,
+            cols,
+            rows,
+            int8,
+        })
+    }
 }
 
 struct Layer {
@@ -178,11 +209,12 @@ impl ServedLm {
         // here from their bf16 values.
         let stored = weights.quantized.is_some();
         let linear = |w: &[f32], rows: usize, cols: usize| -> Result<Linear> {
-            Ok(Linear {
-                weight: CompactMatrix::new(w.to_vec(), cols),
-                cols,
+            Linear::new(
+                CompactMatrix::new(w.to_vec(), cols),
                 rows,
-            })
+                cols,
+                scheme.as_ref(),
+            )
         };
         let mut layers = Vec::with_capacity(c.layers);
         for l in &weights.layers {
@@ -302,7 +334,9 @@ impl ServedLm {
         let linear = |r: &mut std::io::BufReader<std::fs::File>| -> Option<Linear> {
             let (rows, cols) = (read_u64(r).ok()? as usize, read_u64(r).ok()? as usize);
             let weight = CompactMatrix::read(r).ok()?;
-            (weight.len() == rows * cols).then_some(Linear { weight, cols, rows })
+            (weight.len() == rows * cols)
+                .then(|| Linear::new(weight, rows, cols, scheme.as_ref()).ok())
+                .flatten()
         };
         let mut layers = Vec::with_capacity(config.layers);
         let a = &config.architecture;
@@ -369,7 +403,8 @@ impl ServedLm {
     }
 
     /// `x` (`[tokens, in]`) through a linear layer: the scheme's activations, an f32 GEMM, the
-    /// bias added to the f32 sum where there is one, the output in bf16.
+    /// bias added to the f32 sum where there is one, the output in bf16; or, where the scheme
+    /// multiplies integers, its integer product.
     fn linear(
         &self,
         x: &[f32],
@@ -377,6 +412,9 @@ impl ServedLm {
         layer: &Linear,
         bias: Option<&[f32]>,
     ) -> Result<Vec<f32>> {
+        if let Some(int8) = &layer.int8 {
+            return Ok(int8.linear(x, bias));
+        }
         let mut a = x.to_vec();
         self.scheme.activations(&mut a, layer.cols);
         let mut y = layer.weight.product(&a, layer.rows, layer.cols);

@@ -373,6 +373,37 @@ fn a_pack_builds_a_router_words_formats_on_llama_cpp_and_hspis_own_engine() {
         && p.2.contains("hspi's own engine")));
     assert_eq!(manifest["model"]["id"], "my-llama");
     ok(&["pack", "verify", out.to_str().unwrap()]);
+
+    // A platform computed again (an engine fixed) replaces its references with --replace;
+    // without it the new dataset joins the old one.
+    let refs = out.join("references");
+    let q4_0 = std::fs::read_dir(&refs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("q4_0"))
+        .unwrap();
+    let again = tmp.path().join("q4_0-again");
+    copy_dir(&q4_0, &again);
+    let dirs = || std::fs::read_dir(&refs).unwrap().count();
+    let r = run(&[
+        "pack",
+        "merge",
+        out.to_str().unwrap(),
+        again.to_str().unwrap(),
+        "--replace",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("replaced: references/"), "{}", r.stderr);
+    assert_eq!(dirs(), 2);
+    let r = run(&[
+        "pack",
+        "merge",
+        out.to_str().unwrap(),
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(dirs(), 3);
+    ok(&["pack", "verify", out.to_str().unwrap()]);
 }
 
 /// A claim that leaves every part open, or names only values no reference of the pack has, is
@@ -398,4 +429,18 @@ fn a_claim_with_nothing_to_check_is_refused_with_its_reason() {
         "{}",
         unknown.stderr
     );
+}
+
+/// `from` and everything under it, copied to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
 }

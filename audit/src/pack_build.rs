@@ -345,6 +345,21 @@ fn slug(platform: &str) -> String {
 }
 
 /// A directory under `root` named for `platform`, not taken yet.
+/// The datasets of the pack being built in `work` under `sub` whose answers are `platform`'s.
+fn dirs_of_platform(work: &Path, sub: &str, platform: &str) -> Result<Vec<PathBuf>, AuditError> {
+    let mut found = Vec::new();
+    for d in dataset_dirs(work, sub)? {
+        let records = Dataset::open(&d)?.records()?;
+        if records
+            .first()
+            .is_some_and(|r| r.platform_key() == platform)
+        {
+            found.push(d);
+        }
+    }
+    Ok(found)
+}
+
 fn free_dir(root: &Path, platform: &str) -> PathBuf {
     let base = slug(platform);
     (1..)
@@ -761,13 +776,16 @@ fn finish(
 }
 
 /// Add datasets collected elsewhere (a GPU host, a Slurm shard, the atlas) to the pack in
-/// `dir`: each must be of the pack's model, labelled, and share prompts with the pool. The
-/// pack is rebuilt beside it and swapped in only once sealed.
+/// `dir`: each must be of the pack's model, labelled, and share prompts with the pool. With
+/// `replace`, a dataset takes the place of the pack's references and repeats of its platform
+/// (an engine computed again after a fix) instead of joining them. The pack is rebuilt beside
+/// it and swapped in only once sealed.
 pub fn merge_into_pack(
     dir: &Path,
     datasets: &[PathBuf],
     repeats: &[PathBuf],
     source: Option<&str>,
+    replace: bool,
     command: &str,
     lines: &Lines,
 ) -> Result<Pack, AuditError> {
@@ -822,6 +840,18 @@ pub fn merge_into_pack(
                 d.display(),
                 records.len()
             ));
+            if replace && sub == REFERENCES {
+                for old in [REFERENCES, REPEATS] {
+                    for gone in dirs_of_platform(&work, old, &platform)? {
+                        (lines.status)(&format!(
+                            "replaced: {old}/{} ({platform})",
+                            gone.file_name().unwrap_or_default().to_string_lossy()
+                        ));
+                        std::fs::remove_dir_all(&gone).map_err(AuditError::io(&gone))?;
+                    }
+                }
+                sources.remove(&platform);
+            }
             copy_tree(d, &free_dir(&work.join(sub), &platform), &skip)?;
             sources.entry(platform).or_insert_with(|| {
                 source.map_or_else(|| format!("merged from {}", d.display()), String::from)

@@ -62,6 +62,10 @@ pub enum Command {
         /// from PATH").
         #[arg(long)]
         source: Option<String>,
+        /// Each dataset replaces the pack's references (and repeats) of its platform instead
+        /// of joining them: an engine computed again after a fix.
+        #[arg(long)]
+        replace: bool,
     },
     /// Check every file of a pack against its manifest.
     Verify { pack: PathBuf },

@@ -78,11 +78,13 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
             datasets,
             repeats,
             source,
+            replace,
         } => merge_into_pack(
             &pack,
             &datasets,
             &repeats,
             source.as_deref(),
+            replace,
             &command_line(),
             &printer::lines(),
         )?,

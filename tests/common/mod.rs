@@ -222,15 +222,23 @@ pub fn records_by_probe(dir: &Path) -> std::collections::BTreeMap<String, serde_
 pub fn assert_stated(what: &str, measured: u64, stated: u64) {
     print_measured(what, measured, &[stated]);
     assert!(
-        measured.abs_diff(stated) <= STATED_SLACK,
+        remeasuring() || measured.abs_diff(stated) <= STATED_SLACK,
         "{what}: {measured}, the guide states {stated} (allowed ±{STATED_SLACK})"
     );
 }
 
 /// Each stated figure as measured, on stderr: shown with `-- --nocapture` (how the guide's
-/// figures are measured again), or beside a failure.
+/// figures are measured again), or beside a failure. With `HSPI_REMEASURE=1` in the
+/// environment a figure off the guide is printed and not asserted, so that one run measures
+/// every figure of a test after a change that moves several (the guide is then edited, and the
+/// test run again without it).
 fn print_measured(what: &str, measured: u64, stated: &[u64]) {
     eprintln!("measured: {what}: {measured} (the guide states {stated:?})");
+}
+
+/// Whether this run measures the guide's figures again rather than holding them.
+fn remeasuring() -> bool {
+    std::env::var_os("HSPI_REMEASURE").is_some_and(|v| v == "1")
 }
 
 /// How far a count over 200 audits may fall from the figure the guide states (1 %).
@@ -241,7 +249,7 @@ pub const STATED_SLACK: u64 = 2;
 pub fn assert_stated_live(what: &str, measured: u64, stated: u64) {
     print_measured(what, measured, &[stated]);
     assert!(
-        measured.abs_diff(stated) <= LIVE_SLACK,
+        remeasuring() || measured.abs_diff(stated) <= LIVE_SLACK,
         "{what}: {measured}, the guide states {stated} (allowed ±{LIVE_SLACK} for answers collected live)"
     );
 }

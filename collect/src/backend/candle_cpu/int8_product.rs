@@ -216,7 +216,7 @@ mod tests {
         // Each row's largest code (127) meets a zero activation: 128 · 127 stays in int16.
         let scale = bf16::from_f32(0.031).to_f32();
         let code = |i: usize| {
-            if i % cols == 0 {
+            if i.is_multiple_of(cols) {
                 127.0
             } else {
                 (i % 7) as f32 - 3.0
@@ -235,14 +235,14 @@ mod tests {
             .collect();
         let y = m.linear(&x, None);
         let (u, s) = quantise_token(&x);
-        for r in 0..2 {
+        for ((out, codes), scale) in y.iter().zip(m.codes.chunks(cols)).zip(&m.scales) {
             let exact: i32 = u
                 .iter()
-                .zip(&m.codes[r * cols..(r + 1) * cols])
+                .zip(codes)
                 .map(|(a, b)| (*a as i32 - SHIFT) * *b as i32)
                 .sum();
-            let f = exact as f32 * m.scales[r] * s;
-            assert_eq!(y[r].to_bits(), truncate_bf16(f).to_bits());
+            let f = exact as f32 * scale * s;
+            assert_eq!(out.to_bits(), truncate_bf16(f).to_bits());
         }
         assert_eq!(truncate_bf16(1.0 + f32::EPSILON * 255.0), 1.0);
     }

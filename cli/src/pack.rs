@@ -51,28 +51,31 @@ pub enum Command {
         force: bool,
     },
     /// Add reference datasets collected elsewhere (a GPU host, a Slurm shard) to a pack.
-    Merge {
-        pack: PathBuf,
-        #[arg(required = true)]
-        datasets: Vec<PathBuf>,
-        /// Datasets asked again on the same platforms (determinism flags).
-        #[arg(long, num_args = 1..)]
-        repeats: Vec<PathBuf>,
-        /// What produced the datasets, as the pack's platform list shows it (default: "merged
-        /// from PATH").
-        #[arg(long)]
-        source: Option<String>,
-        /// Each dataset replaces the pack's references (and repeats) of its platform instead
-        /// of joining them: an engine computed again after a fix.
-        #[arg(long)]
-        replace: bool,
-    },
+    Merge(MergeArgs),
     /// Check every file of a pack against its manifest.
     Verify { pack: PathBuf },
     /// Check a pack and copy it under the cache directory (`hspi audit --model M` finds it).
     Install { pack: PathBuf },
     /// Show the installed packs.
     List,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    pub pack: PathBuf,
+    #[arg(required = true)]
+    pub datasets: Vec<PathBuf>,
+    /// Datasets asked again on the same platforms (determinism flags).
+    #[arg(long, num_args = 1..)]
+    pub repeats: Vec<PathBuf>,
+    /// What produced the datasets, as the pack's platform list shows it (default: "merged
+    /// from PATH").
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Each dataset replaces the pack's references (and repeats) of its platform instead of
+    /// joining them: an engine computed again after a fix.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -73,18 +73,12 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
         Command::Assemble { plan, out, force } => {
             assemble_pack(&plan, &out, force, &command_line(), &printer::lines())?
         }
-        Command::Merge {
-            pack,
-            datasets,
-            repeats,
-            source,
-            replace,
-        } => merge_into_pack(
-            &pack,
-            &datasets,
-            &repeats,
-            source.as_deref(),
-            replace,
+        Command::Merge(m) => merge_into_pack(
+            &m.pack,
+            &m.datasets,
+            &m.repeats,
+            m.source.as_deref(),
+            m.replace,
             &command_line(),
             &printer::lines(),
         )?,

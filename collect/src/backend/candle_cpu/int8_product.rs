@@ -79,14 +79,17 @@ impl Int8Matrix {
     }
 }
 
-/// One row's codes and scale: the scale is the row's largest magnitude over 127 or over 128
-/// (the one code that reaches it), whichever makes every value a whole code.
+/// One row's codes and scale: the scale is the row's largest magnitude over its largest code,
+/// 127 or 128 where the scale came from the row's own range (llm-compressor's min-max), any
+/// smaller one where a calibrated scale left the codes short of it; the first that makes every
+/// value a whole code.
 fn row_codes(row: &[f32]) -> Option<(Vec<i8>, f32)> {
     let amax = row.iter().fold(0f32, |m, v| m.max(v.abs()));
     if amax == 0.0 {
         return Some((vec![0; row.len()], 0.0));
     }
-    [127.0f32, 128.0].into_iter().find_map(|top| {
+    let tops = [127, 128].into_iter().chain((1..127).rev());
+    tops.map(|top| top as f32).find_map(|top| {
         let scale = amax / top;
         row.iter()
             .map(|v| {
@@ -206,6 +209,11 @@ mod tests {
             assert_eq!(m.codes, codes);
             assert_eq!(m.scales, vec![scale]);
         }
+        // A calibrated scale whose largest code is 90: found all the same.
+        let codes: Vec<i8> = vec![90, -45, 3, 0, -90, 17];
+        let values: Vec<f32> = codes.iter().map(|c| *c as f32 * scale).collect();
+        let m = Int8Matrix::from_values(&values, 1, 6).unwrap();
+        assert_eq!((m.codes.clone(), m.scales.clone()), (codes, vec![scale]));
         assert!(Int8Matrix::from_values(&[0.1, 0.3, 0.77], 1, 3).is_none());
     }
 

@@ -3,7 +3,8 @@
 //! ids) with llama-server's prompt tokens and the committed atlas's bits or texts; the shipped
 //! llama.cpp pack audits it in one command (fp32 claimed f32 never accused, claimed int8 caught
 //! within 64 output tokens); and a pack built from vLLM's endpoints at fp32 and bf16 audits
-//! llama-servers (F32 claimed f32 not accused, Q8_0 claimed f32 caught).
+//! llama-servers (F32 claimed f32 not accused, Q8_0 claimed f32 caught); and its INT8 W8A8 kernel
+//! is hspi's, bit for bit, on its AVX2 library.
 
 mod common;
 
@@ -185,5 +186,96 @@ fn hspi_computes_the_checkpoint_vllm_serves_as_it_computes_the_gguf() {
     assert_eq!(
         manifest["model"]["weights_sha256"].as_str().unwrap(),
         hspi_collect::zoo::sha256_file(&dir.join("model.safetensors")).unwrap()
+    );
+}
+
+/// vLLM's INT8 W8A8 linear layer from its own ops (`onednn_scaled_int8_quant`, then
+/// `onednn_scaled_mm` to bf16) on seeded bf16 activations and int8 weights wide enough to
+/// saturate, against hspi's (`Int8Matrix`): bit for bit where vLLM loads its AVX2 library and the
+/// CPU has no VNNI (oneDNN's `vpmaddubsw` pairs saturating at int16, the output truncated to
+/// bf16), which is what hspi's INT8 W8A8 reproduces; elsewhere a note says why nothing is held.
+#[test]
+fn hspis_int8_w8a8_linear_layer_is_vllms_cpu_kernel_bit_for_bit() {
+    let library = common::vllm::kernel_library();
+    if library != "_C_AVX2" || llama::cpu_has(&["avx_vnni"]) {
+        eprintln!(
+            "note: vLLM-CPU runs {library} here (VNNI: {}): its W8A8 kernel is not the AVX2 one hspi reproduces; not compared",
+            llama::cpu_has(&["avx_vnni"])
+        );
+        return;
+    }
+    // VLLM_TARGET_DEVICE as .ci/vllm-serve sets it: without it the import loads a kernel
+    // library this CPU cannot run (SIGILL on an AVX2-only EPYC).
+    let code = r#"
+import json, os
+os.environ["VLLM_TARGET_DEVICE"] = "cpu"
+import torch
+from vllm import _custom_ops as ops
+g = torch.Generator().manual_seed(7)
+m, k, n = 5, 576, 96
+x = (torch.randn(m, k, generator=g) * 2).to(torch.bfloat16)
+w = (torch.randn(n, k, generator=g) * 60).round().clamp(-128, 127).to(torch.int8)
+ws = (torch.rand(n, generator=g) * 0.01 + 0.001).to(torch.bfloat16).float()
+wt = w.t()  # the handler reads these tensors when it runs: keep them alive
+h = ops.create_onednn_scaled_mm(wt, ws, torch.bfloat16, True, False, 32)
+xq, xs, _ = ops.onednn_scaled_int8_quant(x, None, None, True)
+out = torch.empty((m, n), dtype=torch.bfloat16)
+ops.onednn_scaled_mm(h, xq, out, xs, None, None, None)
+exact = (xq.long() @ w.long().t()).float() * ws * xs
+unsaturated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32)
+print("JSON" + json.dumps({"m": m, "k": k, "n": n, "x": x.float().flatten().tolist(),
+    "codes": w.flatten().tolist(), "scales": ws.tolist(),
+    "out": out.view(torch.int16).flatten().tolist(),
+    "saturated": int((unsaturated != out.float()).sum())}))
+"#;
+    let printed = common::torch_host::prints(&python(), code);
+    let line = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("JSON"))
+        .unwrap_or_else(|| panic!("no result from vLLM's ops: {printed}"));
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let floats = |key: &str| -> Vec<f32> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_f64().unwrap() as f32)
+            .collect()
+    };
+    let (n, k) = (
+        v["n"].as_u64().unwrap() as usize,
+        v["k"].as_u64().unwrap() as usize,
+    );
+    let scales = floats("scales");
+    let weights: Vec<f32> = floats("codes")
+        .chunks(k)
+        .zip(&scales)
+        .flat_map(|(row, s)| row.iter().map(move |c| c * s))
+        .collect();
+    let matrix = hspi_collect::backend::candle_cpu::Int8Matrix::from_values(&weights, n, k)
+        .expect("int8 codes times a scale per row");
+    let ours: Vec<u16> = matrix
+        .linear(&floats("x"), None)
+        .iter()
+        .map(|y| half::bf16::from_f32(*y).to_bits())
+        .collect();
+    let theirs: Vec<u16> = v["out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_i64().unwrap() as i16 as u16)
+        .collect();
+    // Some outputs are off the exact product: the saturation is exercised, not only the sums.
+    assert!(
+        v["saturated"].as_u64().unwrap() > 0,
+        "no pair saturated: {}",
+        v["saturated"]
+    );
+    let differing = ours.iter().zip(&theirs).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        differing,
+        0,
+        "{differing} of {} outputs differ from vLLM's",
+        theirs.len()
     );
 }

@@ -26,6 +26,7 @@ mod unpacked_q8;
 pub use gguf_all_positions::GgufAllPositions;
 pub use gguf_lm::QuantizedLm;
 pub use image::CandleImage;
+pub use int8_product::Int8Matrix;
 pub use job_threads::jobs_own_the_cores;
 pub use llama_file_type::{
     file_format as llama_file_format, quantize as llama_quantize, tensor_type as llama_tensor_type,

@@ -385,25 +385,34 @@ fn a_pack_builds_a_router_words_formats_on_llama_cpp_and_hspis_own_engine() {
     let again = tmp.path().join("q4_0-again");
     copy_dir(&q4_0, &again);
     let dirs = || std::fs::read_dir(&refs).unwrap().count();
-    let r = run(&[
-        "pack",
-        "merge",
-        out.to_str().unwrap(),
-        again.to_str().unwrap(),
-        "--replace",
-    ]);
+    let (pack, a) = (out.to_str().unwrap(), again.to_str().unwrap());
+    let r = run(&["pack", "merge", pack, a, "--replace"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("replaced: references/"), "{}", r.stderr);
     assert_eq!(dirs(), 2);
+    let r = run(&["pack", "merge", pack, a]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(dirs(), 3);
+    // Two new datasets of one platform (shards) replace the pack's two, and both stay.
+    let shard = tmp.path().join("q4_0-shard");
+    copy_dir(&q4_0, &shard);
     let r = run(&[
         "pack",
         "merge",
-        out.to_str().unwrap(),
-        again.to_str().unwrap(),
+        pack,
+        a,
+        shard.to_str().unwrap(),
+        "--replace",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr.matches("replaced: references/").count(),
+        2,
+        "{}",
+        r.stderr
+    );
     assert_eq!(dirs(), 3);
-    ok(&["pack", "verify", out.to_str().unwrap()]);
+    ok(&["pack", "verify", pack]);
 }
 
 /// A claim that leaves every part open, or names only values no reference of the pack has, is

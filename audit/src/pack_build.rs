@@ -344,7 +344,6 @@ fn slug(platform: &str) -> String {
     platform.replace('/', "_")
 }
 
-/// A directory under `root` named for `platform`, not taken yet.
 /// The datasets of the pack being built in `work` under `sub` whose answers are `platform`'s.
 fn dirs_of_platform(work: &Path, sub: &str, platform: &str) -> Result<Vec<PathBuf>, AuditError> {
     let mut found = Vec::new();
@@ -360,6 +359,7 @@ fn dirs_of_platform(work: &Path, sub: &str, platform: &str) -> Result<Vec<PathBu
     Ok(found)
 }
 
+/// A directory under `root` named for `platform`, not taken yet.
 fn free_dir(root: &Path, platform: &str) -> PathBuf {
     let base = slug(platform);
     (1..)
@@ -805,6 +805,7 @@ pub fn merge_into_pack(
         let name = p.file_name().unwrap_or_default().to_string_lossy();
         name == "journal.jsonl" || name.starts_with("audit.")
     };
+    let mut replaced: HashSet<String> = HashSet::new();
     for (sub, list) in [(REFERENCES, datasets), (REPEATS, repeats)] {
         for d in list {
             let data = Dataset::open(d)?;
@@ -840,7 +841,9 @@ pub fn merge_into_pack(
                 d.display(),
                 records.len()
             ));
-            if replace && sub == REFERENCES {
+            // The pack's own datasets of the platform go once, before the first new one; several
+            // new ones of a platform (shards) all stay.
+            if replace && sub == REFERENCES && replaced.insert(platform.clone()) {
                 for old in [REFERENCES, REPEATS] {
                     for gone in dirs_of_platform(&work, old, &platform)? {
                         (lines.status)(&format!(

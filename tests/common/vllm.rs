@@ -125,7 +125,9 @@ impl Drop for Vllm {
 /// what torch finds: `_C` with AVX-512 and its BF16 instructions, `_C_AVX512` with AVX-512
 /// alone, `_C_AVX2` otherwise. hspi's served path was measured against `_C` (the guide's bf16
 /// figures); the other two multiply bf16 with other kernels (on an AVX2-only AMD EPYC, each tiny
-/// family 1.1e-3 to 2.9e-2 from the served path, against 2.7e-5 to 4.4e-3 with `_C`).
+/// family 1.1e-3 to 2.9e-2 from the served path, against 2.7e-5 to 4.4e-3 with `_C`): `_C_AVX2`
+/// truncates its rotary and attention outputs to bf16 and PyTorch sums its bf16 products in
+/// another order (docs/how-hspi-decides.md#fig-vllm-families).
 pub fn kernel_library() -> &'static str {
     let found = super::torch_host::prints(
         &python(),

@@ -122,6 +122,19 @@ pub struct ServedLm {
     final_norm: Vec<f32>,
     /// Llama 3's scaled rotary frequencies, where the model scales them.
     rope_inv_freq: Option<Vec<f32>>,
+    /// The keys and values of the last context [`Self::next_token_logits`] read: a request
+    /// extending it (the next token of an answer) computes its new positions only.
+    last: std::sync::Mutex<Past>,
+}
+
+/// Each layer's keys and values (rotated, as cached) for the positions of `tokens`. Every row
+/// of a pass is computed on its own (norms, products, activations' scales and attention per
+/// position), so the rows a later pass adds to these are the bits a pass over the whole
+/// context gives them.
+#[derive(Default)]
+struct Past {
+    tokens: Vec<u32>,
+    layers: Vec<(Vec<f32>, Vec<f32>)>,
 }
 
 /// The embeddings and the output projection, unquantised in every format: one copy serves
@@ -251,6 +264,7 @@ impl ServedLm {
             layers,
             final_norm: norm_factor(c, &weights.final_norm),
             rope_inv_freq: weights.rope_inv_freq.clone(),
+            last: Default::default(),
         })
     }
 
@@ -399,6 +413,7 @@ impl ServedLm {
             layers,
             final_norm,
             rope_inv_freq,
+            last: Default::default(),
         })
     }
 
@@ -504,8 +519,9 @@ impl ServedLm {
         }
     }
 
-    /// Causal attention per head (grouped key-value heads), over the last `window` positions
-    /// where the layer has one: scores from the bf16 queries and keys accumulated in f32 and
+    /// Causal attention per head (grouped key-value heads) of the queries of the positions from
+    /// `start` on over the keys of every position, over the last `window` positions where the
+    /// layer has one: scores from the bf16 queries and keys accumulated in f32 and
     /// scaled, softmax in f32, the weighted sum of the bf16 values accumulated in f32 and
     /// rounded once.
     fn attention(
@@ -513,7 +529,7 @@ impl ServedLm {
         q: &[f32],
         k: &[f32],
         v: &[f32],
-        tokens: usize,
+        start: usize,
         window: Option<usize>,
     ) -> Vec<f32> {
         let c = &self.config;
@@ -521,13 +537,16 @@ impl ServedLm {
         let group = c.heads / c.kv_heads;
         // `head_dim ** -0.5` in Python's doubles, passed to the kernel as f32.
         let scale = (d as f64).powf(-0.5) as f32;
-        let mut out = vec![0f32; tokens * c.heads * d];
+        let rows = q.len() / (c.heads * d);
+        let tokens = start + rows;
+        let mut out = vec![0f32; rows * c.heads * d];
         let mut weights = vec![0f32; tokens];
         for h in 0..c.heads {
             let kvh = h / group;
-            for t in 0..tokens {
+            for i in 0..rows {
+                let t = start + i;
                 let first = window.map_or(0, |w| (t + 1).saturating_sub(w));
-                let qv = &q[(t * c.heads + h) * d..][..d];
+                let qv = &q[(i * c.heads + h) * d..][..d];
                 let mut top = f32::NEG_INFINITY;
                 for (s, w) in weights.iter_mut().enumerate().take(t + 1).skip(first) {
                     let kv = &k[(s * c.kv_heads + kvh) * d..][..d];
@@ -541,7 +560,7 @@ impl ServedLm {
                         *w
                     })
                     .sum();
-                let o = &mut out[(t * c.heads + h) * d..][..d];
+                let o = &mut out[(i * c.heads + h) * d..][..d];
                 for (s, w) in weights.iter().enumerate().take(t + 1).skip(first) {
                     let p = w / total;
                     let vv = &v[(s * c.kv_heads + kvh) * d..][..d];
@@ -565,15 +584,60 @@ impl ServedLm {
             .collect()
     }
 
-    /// Logits over the whole vocabulary for the token after `tokens`, from a fresh context.
+    /// Logits over the whole vocabulary for the token after `tokens`: the bits of a fresh
+    /// context, the positions of the last context read computed again only where `tokens`
+    /// does not extend it.
     pub fn next_token_logits(&self, tokens: &[u32]) -> Result<Vec<f32>> {
-        let n = tokens.len();
-        Ok(self.logits_from(tokens, n)?.pop().unwrap_or_default())
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let extends = last.tokens.len() < tokens.len() && tokens.starts_with(&last.tokens);
+        let mut past = match extends {
+            true => std::mem::take(&mut *last),
+            false => Past::default(),
+        };
+        let (h, residual) = self.positions(tokens, &mut past)?;
+        *last = past;
+        let rows = h.len() / self.config.hidden;
+        Ok(self.head(&h, residual.as_deref(), rows - 1..rows).pop().unwrap_or_default())
     }
 
     /// Logits over the whole vocabulary after each prefix `tokens[..k]`, `k` from `from` to the
     /// whole, from one causal pass over `tokens` (teacher forcing on given tokens).
     pub fn logits_from(&self, tokens: &[u32], from: usize) -> Result<Vec<Vec<f32>>> {
+        let (h, residual) = self.positions(tokens, &mut Past::default())?;
+        let n = tokens.len();
+        // The rows from `from` on through the head together (hspi's product sums each output
+        // alike whatever the number of rows).
+        let from = from.clamp(1, n);
+        Ok(self.head(&h, residual.as_deref(), from - 1..n))
+    }
+
+    /// The final norm and the head on `rows` of the last block's output `h` (and the running
+    /// sum beside it): bf16 logits read as f32.
+    fn head(
+        &self,
+        h: &[f32],
+        residual: Option<&[f32]>,
+        rows: std::ops::Range<usize>,
+    ) -> Vec<Vec<f32>> {
+        let c = &self.config;
+        let mut last = Vec::with_capacity(rows.len() * c.hidden);
+        for k in rows {
+            let at = k * c.hidden..(k + 1) * c.hidden;
+            last.extend(match residual {
+                Some(r) => {
+                    let mut r = r[at.clone()].to_vec();
+                    self.add_norm(&h[at], &mut r, &self.final_norm)
+                }
+                None => self.rms_norm(&h[at], &self.final_norm),
+            });
+        }
+        let logits = self.tables.head().product(&last, c.vocab, c.hidden);
+        logits.chunks(c.vocab).map(bf16s).collect()
+    }
+
+    /// The blocks over the positions of `tokens` after those `past` holds (whose keys and values
+    /// it then holds too): the last block's output and the running sum for those positions.
+    fn positions(&self, tokens: &[u32], past: &mut Past) -> Result<(Vec<f32>, Option<Vec<f32>>)> {
         let c = &self.config;
         let n = tokens.len();
         if n == 0 {
@@ -583,13 +647,18 @@ impl ServedLm {
                 reason: "an empty prompt has no next token".into(),
             });
         }
+        let start = past.tokens.len();
+        if past.layers.len() != self.layers.len() {
+            past.layers = vec![Default::default(); self.layers.len()];
+        }
+        let rows = n - start;
         // Gemma's embeddings times √hidden, the factor a bf16 tensor as vLLM registers it.
         let embedding_scale = c
             .architecture
             .scaled_embeddings
             .then(|| round_bf16((c.hidden as f64).sqrt() as f32));
-        let mut h = Vec::with_capacity(n * c.hidden);
-        for &t in tokens {
+        let mut h = Vec::with_capacity(rows * c.hidden);
+        for &t in &tokens[start..] {
             let t = t as usize;
             if t >= c.vocab {
                 return Err(CollectError::Unsupported {
@@ -605,18 +674,20 @@ impl ServedLm {
             }
         }
         let sliding = c.architecture.sliding;
+        let half = c.head_dim() / 2;
         // The windowed layers turn unscaled (vLLM's local rotary embedding).
         let full = Self::rotary_table(&self.inverse_frequencies(false), n, c.rope_linear);
         let windowed =
             sliding.map(|_| Self::rotary_table(&self.inverse_frequencies(true), n, None));
         // `h` is the last block's output, `residual` the running sum stored in bf16.
         let mut residual: Option<Vec<f32>> = None;
-        for (i, layer) in self.layers.iter().enumerate() {
+        for (i, (layer, (keys, values))) in self.layers.iter().zip(&mut past.layers).enumerate() {
             let window = sliding.filter(|s| s.windowed(i));
             let rotary = match (&windowed, window) {
                 (Some(table), Some(_)) => table,
                 _ => &full,
             };
+            let rotary = &rotary[start * half..];
             let x = match &mut residual {
                 None => {
                     let x = self.rms_norm(&h, &layer.attn_norm);
@@ -626,9 +697,9 @@ impl ServedLm {
                 Some(r) => self.add_norm(&h, r, &layer.attn_norm),
             };
             let bias = |i: usize| layer.qkv_bias.as_ref().map(|b| b[i].as_slice());
-            let mut q = self.linear(&x, n, &layer.q, bias(0))?;
-            let mut k = self.linear(&x, n, &layer.k, bias(1))?;
-            let mut v = self.linear(&x, n, &layer.v, bias(2))?;
+            let mut q = self.linear(&x, rows, &layer.q, bias(0))?;
+            let mut k = self.linear(&x, rows, &layer.k, bias(1))?;
+            let mut v = self.linear(&x, rows, &layer.v, bias(2))?;
             if let Some([q_norm, k_norm]) = &layer.qk_norm {
                 q = self.rms_norm(&q, q_norm);
                 k = self.rms_norm(&k, k_norm);
@@ -637,36 +708,24 @@ impl ServedLm {
             self.rope(&mut k, rotary, c.kv_heads);
             self.cached(&mut k);
             self.cached(&mut v);
-            let attended = self.attention(&q, &k, &v, n, window.map(|s| s.window));
-            let mut o = self.linear(&attended, n, &layer.o, None)?;
+            keys.extend(k);
+            values.extend(v);
+            let attended = self.attention(&q, keys, values, start, window.map(|s| s.window));
+            let mut o = self.linear(&attended, rows, &layer.o, None)?;
             if let Some([after_attention, _]) = &layer.post_norms {
                 o = self.rms_norm(&o, after_attention);
             }
             let r = residual.as_mut().expect("set above");
             let x = self.add_norm(&o, r, &layer.ffn_norm);
-            let gate = self.linear(&x, n, &layer.gate, None)?;
-            let up = self.linear(&x, n, &layer.up, None)?;
-            h = self.linear(&self.gated(&gate, &up), n, &layer.down, None)?;
+            let gate = self.linear(&x, rows, &layer.gate, None)?;
+            let up = self.linear(&x, rows, &layer.up, None)?;
+            h = self.linear(&self.gated(&gate, &up), rows, &layer.down, None)?;
             if let Some([_, after_mlp]) = &layer.post_norms {
                 h = self.rms_norm(&h, after_mlp);
             }
         }
-        // The rows from `from` on through the head together (hspi's product sums each output
-        // alike whatever the number of rows).
-        let from = from.clamp(1, n);
-        let mut last = Vec::with_capacity((n + 1 - from) * c.hidden);
-        for k in from..=n {
-            let at = (k - 1) * c.hidden..k * c.hidden;
-            last.extend(match &residual {
-                Some(r) => {
-                    let mut r = r[at.clone()].to_vec();
-                    self.add_norm(&h[at], &mut r, &self.final_norm)
-                }
-                None => self.rms_norm(&h[at], &self.final_norm),
-            });
-        }
-        let logits = self.tables.head().product(&last, c.vocab, c.hidden);
-        Ok(logits.chunks(c.vocab).map(bf16s).collect())
+        past.tokens = tokens.to_vec();
+        Ok((h, residual))
     }
 }
 

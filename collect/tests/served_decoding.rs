@@ -20,7 +20,13 @@ fn decoding_step_by_step_gives_a_fresh_passs_bits() {
     )
     .unwrap();
     let tokens: [u32; 12] = [1, 17, 5, 90, 33, 2, 64, 8, 41, 12, 7, 3];
-    for format in ["bf16", "fp8-w8a8", "int8-w8a8", "nvfp4-w4a4", "bf16+kv-fp8-e4m3"] {
+    for format in [
+        "bf16",
+        "fp8-w8a8",
+        "int8-w8a8",
+        "nvfp4-w4a4",
+        "bf16+kv-fp8-e4m3",
+    ] {
         let format: NumericFormat = format.parse().unwrap();
         let lm = ServedLm::new(&base, format).unwrap();
         for k in 2..=tokens.len() {

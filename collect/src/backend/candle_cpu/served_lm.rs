@@ -597,7 +597,10 @@ impl ServedLm {
         let (h, residual) = self.positions(tokens, &mut past)?;
         *last = past;
         let rows = h.len() / self.config.hidden;
-        Ok(self.head(&h, residual.as_deref(), rows - 1..rows).pop().unwrap_or_default())
+        Ok(self
+            .head(&h, residual.as_deref(), rows - 1..rows)
+            .pop()
+            .unwrap_or_default())
     }
 
     /// Logits over the whole vocabulary after each prefix `tokens[..k]`, `k` from `from` to the

@@ -118,7 +118,7 @@ fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
     let tmp = tempfile::tempdir().unwrap();
     let first = first_prompts(
         &gemma_pack().join("pool.json"),
-        SWAPPED_PROMPTS,
+        FIRST_PROMPTS,
         &tmp.path().join("pool.json"),
     );
     let answers = common::chat_answers_of(
@@ -189,8 +189,8 @@ fn tally(pack: &std::path::Path, served: &std::path::Path, claim: &str) -> serde
     tally
 }
 
-/// Pool prompts the swapped models answer.
-const SWAPPED_PROMPTS: usize = 32;
+/// Pool prompts the swapped models and vLLM answer: 200 audits of 8 answers need no more.
+const FIRST_PROMPTS: usize = 32;
 
 /// The first `count` prompts of the probe set at `pool`, written to `out`.
 fn first_prompts(
@@ -279,13 +279,13 @@ fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
     // SmolLM2 behind Gemma's name, and Gemma behind SmolLM2's: each audit reads 8 answers, so
     // the first 32 prompts of each pool give 200 audits enough orders, in a third of the time.
     let smollm2 = start(&llama::gguf("F16"), "gemma3-270m");
-    let first = first_prompts(&pool, SWAPPED_PROMPTS, &tmp.path().join("gemma-pool.json"));
+    let first = first_prompts(&pool, FIRST_PROMPTS, &tmp.path().join("gemma-pool.json"));
     let swapped = answers("smollm2-as-gemma", &smollm2.url, "gemma3-270m", &first);
     let t = tally(&gemma_pack(), &swapped, claim);
     assert!(row(&t, "model", "mismatch") >= 198, "SmolLM2 as Gemma: {t}");
     let smollm2_pool = first_prompts(
         &common::shipped_pack().join("pool.json"),
-        SWAPPED_PROMPTS,
+        FIRST_PROMPTS,
         &tmp.path().join("smollm2-pool.json"),
     );
     let gemma = start(&gemma_f16, "smollm2");

@@ -475,13 +475,17 @@ impl ServedLm {
         self.rms_norm(&sum, weight)
     }
 
-    /// The rotary cache for positions `0..tokens` at inverse frequencies `inv_freq`: per
+    /// The rotary cache for `positions` at inverse frequencies `inv_freq`: per
     /// position and pair, cos and sin of the f32 angle kept in bf16 (vLLM's cos/sin cache);
     /// with linear scaling each position divided by its factor first (vLLM's
     /// `LinearScalingRotaryEmbedding`).
-    fn rotary_table(inv_freq: &[f32], tokens: usize, linear: Option<f32>) -> Vec<(f32, f32)> {
-        let mut table = Vec::with_capacity(tokens * inv_freq.len());
-        for t in 0..tokens {
+    fn rotary_table(
+        inv_freq: &[f32],
+        positions: std::ops::Range<usize>,
+        linear: Option<f32>,
+    ) -> Vec<(f32, f32)> {
+        let mut table = Vec::with_capacity(positions.len() * inv_freq.len());
+        for t in positions {
             let position = rotary_position(t, linear);
             for f in inv_freq {
                 let angle = position * f;
@@ -677,11 +681,11 @@ impl ServedLm {
             }
         }
         let sliding = c.architecture.sliding;
-        let half = c.head_dim() / 2;
-        // The windowed layers turn unscaled (vLLM's local rotary embedding).
-        let full = Self::rotary_table(&self.inverse_frequencies(false), n, c.rope_linear);
+        // The new positions' rotations; the windowed layers turn unscaled (vLLM's local rotary
+        // embedding).
+        let full = Self::rotary_table(&self.inverse_frequencies(false), start..n, c.rope_linear);
         let windowed =
-            sliding.map(|_| Self::rotary_table(&self.inverse_frequencies(true), n, None));
+            sliding.map(|_| Self::rotary_table(&self.inverse_frequencies(true), start..n, None));
         // `h` is the last block's output, `residual` the running sum stored in bf16.
         let mut residual: Option<Vec<f32>> = None;
         for (i, (layer, (keys, values))) in self.layers.iter().zip(&mut past.layers).enumerate() {
@@ -690,7 +694,6 @@ impl ServedLm {
                 (Some(table), Some(_)) => table,
                 _ => &full,
             };
-            let rotary = &rotary[start * half..];
             let x = match &mut residual {
                 None => {
                     let x = self.rms_norm(&h, &layer.attn_norm);

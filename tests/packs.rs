@@ -453,3 +453,81 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The shipped packs' references from hspi's own engine are what today's code computes, bit for
+/// bit: each computed again on its own answers' tokens (`dataset references`, teacher forcing,
+/// which equals step-by-step decoding bit for bit) and compared record for record (`dataset
+/// diff`). A change to the served path that moves any value leaves a shipped pack stale (the
+/// SmolLM2 pack's market references were, until 2026-11-28: 0 of 108 outputs identical); it
+/// fails here until the pack is built again. hspi's float product sums in one order on every
+/// CPU, so the bits do not depend on the host.
+#[test]
+fn the_shipped_packs_own_engine_references_are_what_hspi_computes_today() {
+    let _cores = common::one_at_a_time();
+    let tmp = tempfile::tempdir().unwrap();
+    let gemma = hspi_collect::zoo::gemma3_270m::weights_path(None)
+        .expect("Gemma-3-270M is not cached: run .ci/setup (hspi fetch gemma3-270m)");
+    let packs = [
+        (
+            shipped_pack(),
+            common::llama::smollm2_gguf(),
+            REPRODUCED_SMOLLM2,
+        ),
+        (
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/gemma3-270m-mixed"),
+            gemma,
+            REPRODUCED_GEMMA,
+        ),
+    ];
+    for (pack, weights, formats) in packs {
+        for format in formats {
+            let reference = pack_references(&pack)
+                .into_iter()
+                .find(|d| {
+                    let name = d.file_name().unwrap().to_string_lossy().into_owned();
+                    name.contains("_candle-") && name.ends_with(&format!("_{format}_bs1"))
+                })
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{}: no {format} reference of hspi's own engine",
+                        pack.display()
+                    )
+                });
+            let again = tmp.path().join(format!(
+                "{}-{format}",
+                pack.file_name().unwrap().to_string_lossy()
+            ));
+            ok(&[
+                "dataset",
+                "references",
+                reference.to_str().unwrap(),
+                "--weights",
+                weights.to_str().unwrap(),
+                "--formats",
+                format,
+                "--out",
+                again.to_str().unwrap(),
+            ]);
+            let diff = run(&[
+                "dataset",
+                "diff",
+                reference.to_str().unwrap(),
+                again.to_str().unwrap(),
+            ]);
+            assert_eq!(
+                diff.code,
+                0,
+                "{}: its {format} references are not what hspi computes today; build them again \
+                 (hspi pack build … --formats {format}, then hspi pack merge PACK NEW --replace):\n{}{}",
+                pack.display(),
+                diff.stdout,
+                diff.stderr
+            );
+        }
+    }
+}
+
+/// The formats whose shipped references the test above computes again: float, weight-only and
+/// activation-quantised schemes (each pack's every format would take ~ minutes more).
+const REPRODUCED_SMOLLM2: &[&str] = &["bf16", "int8-w8a8", "nvfp4-w4a4"];
+const REPRODUCED_GEMMA: &[&str] = &["bf16"];

@@ -1,7 +1,8 @@
 //! A teacher-forced position as a record holds it: from a reference engine's logits at each
 //! position of an answer, the provider's token with its logprob and the engine's best `top`
-//! (ties by id), logprobs printed exactly. One rule for hspi's CPU formats and its GPU pass.
+//! (in the one order of a top list), logprobs printed exactly. One rule for hspi's CPU formats and its GPU pass.
 
+use hspi_datasets::record::top_rank;
 use hspi_datasets::{Logprob, TokenStep, TopEntry};
 
 use crate::error::Result;
@@ -26,20 +27,14 @@ pub(crate) fn forced_steps(
         .collect())
 }
 
-/// One position: the given token with its logprob, and the `top` best (ties by id).
+/// One position: the given token with its logprob, and the `top` best.
 fn step(codec: &Codec, lp: &[f32], id: u32, top: usize) -> TokenStep {
     let entry = |i: usize| TopEntry {
         token: String::from_utf8_lossy(&codec.token_bytes(i as u32)).into_owned(),
         id: Some(i as u32),
         logprob: logprob(lp[i]),
     };
-    let mut order: Vec<usize> = (0..lp.len()).collect();
-    let k = top.min(lp.len());
-    order.select_nth_unstable_by(k.saturating_sub(1).min(lp.len() - 1), |a, b| {
-        lp[*b].total_cmp(&lp[*a]).then(a.cmp(b))
-    });
-    order.truncate(k);
-    order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
+    let order = top_indices(codec, lp, top);
     let at = (id as usize).min(lp.len() - 1);
     TokenStep {
         token: String::from_utf8_lossy(&codec.token_bytes(id)).into_owned(),
@@ -48,6 +43,34 @@ fn step(codec: &Codec, lp: &[f32], id: u32, top: usize) -> TokenStep {
         logprob: Some(logprob(lp[at])),
         top: order.into_iter().map(entry).collect(),
     }
+}
+
+/// The `k` best tokens of a vocabulary with logprobs `lp`: hspi's engine picks, of tokens tied
+/// at the last place, those of the lowest ids (its choice, as every engine makes its own), and
+/// lists them in the one order of a top list, as a record holds any endpoint's.
+pub(crate) fn top_indices(codec: &Codec, lp: &[f32], k: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..lp.len()).collect();
+    let k = k.min(lp.len());
+    if k == 0 {
+        return Vec::new();
+    }
+    order.select_nth_unstable_by(k - 1, |a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
+    order.truncate(k);
+    order.sort_by(|a, b| top_rank_of(codec, lp, *a, *b));
+    order
+}
+
+/// Tokens `a` and `b` of a vocabulary with logprobs `lp` in the one order of a top list
+/// (`hspi_datasets::record::top_rank`); a token's text is looked up only where values tie.
+fn top_rank_of(codec: &Codec, lp: &[f32], a: usize, b: usize) -> std::cmp::Ordering {
+    let text = |i: usize| String::from_utf8_lossy(&codec.token_bytes(i as u32)).into_owned();
+    if lp[a].total_cmp(&lp[b]).is_ne() {
+        return lp[b].total_cmp(&lp[a]);
+    }
+    top_rank(
+        (lp[a], &text(a), Some(a as u32)),
+        (lp[b], &text(b), Some(b as u32)),
+    )
 }
 
 /// An f32 printed exactly (17 significant digits), as llama.cpp prints logprobs.

@@ -87,7 +87,10 @@ pub fn diff(left: &Dataset, right: &Dataset) -> Result<DatasetDiff> {
                 .iter()
                 .filter(|id| x.contains_key(*id) && y.contains_key(*id))
                 .collect();
-            let differing: Vec<&&String> = common.iter().filter(|id| x[**id] != y[**id]).collect();
+            let differing: Vec<&&String> = common
+                .iter()
+                .filter(|id| !x[**id].same_answer(&y[**id]))
+                .collect();
             PlatformDiff {
                 common_probes: common.len(),
                 identical: common.len() - differing.len(),

@@ -85,10 +85,38 @@ pub enum Outputs {
     },
 }
 
+impl Outputs {
+    /// The same answer, bit for bit: a finish reason counts only where both sides have one (a
+    /// teacher-forced reference, computed on an answer's tokens, has none).
+    pub fn same_answer(&self, other: &Outputs) -> bool {
+        match (self, other) {
+            (
+                Outputs::Completion {
+                    text,
+                    steps,
+                    finish_reason,
+                },
+                Outputs::Completion {
+                    text: t,
+                    steps: s,
+                    finish_reason: f,
+                },
+            ) => {
+                text == t
+                    && steps == s
+                    && (finish_reason.is_none() || f.is_none() || finish_reason == f)
+            }
+            _ => self == other,
+        }
+    }
+}
+
 /// A logprob as the endpoint printed it. `text` is the JSON number verbatim (nothing lost);
 /// `f32_bits` is its value rounded to f32; `exact_f32` says the printed decimal is exactly an f32
-/// (llama.cpp prints f32 with 17 digits, so its bits are recoverable).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// (llama.cpp prints f32 with 17 digits, so its bits are recoverable). Two are equal when they
+/// print the same number, however spelled (`-2.4816930294036865` as a server's JSON prints it,
+/// `-2.48169302940368652e0` as hspi's own references do).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Logprob {
     pub text: String,
     pub f32_bits: u32,
@@ -116,7 +144,23 @@ impl Logprob {
     pub fn value(&self) -> f32 {
         f32::from_bits(self.f32_bits)
     }
+
+    /// The printed number at full width (None only for a record edited by hand).
+    fn printed(&self) -> Option<f64> {
+        self.text.trim().parse().ok()
+    }
 }
+
+impl PartialEq for Logprob {
+    fn eq(&self, other: &Logprob) -> bool {
+        self.f32_bits == other.f32_bits
+            && self.exact_f32 == other.exact_f32
+            && (self.text == other.text
+                || self.printed().is_some_and(|v| Some(v) == other.printed()))
+    }
+}
+
+impl Eq for Logprob {}
 
 /// Significant digits of a printed number (`-0.00123e4` has 3).
 fn significant_digits(text: &str) -> usize {
@@ -140,6 +184,26 @@ pub struct TopEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u32>,
     pub logprob: Logprob,
+}
+
+impl TopEntry {
+    /// Where this entry stands in a top list against `other` (see [`top_rank`]).
+    pub fn rank(&self, other: &TopEntry) -> std::cmp::Ordering {
+        top_rank(
+            (self.logprob.value(), &self.token, self.id),
+            (other.logprob.value(), &other.token, other.id),
+        )
+    }
+}
+
+/// The one order of a top list, for every path that writes one (an endpoint's answer as parsed,
+/// hspi's server, its teacher-forced references): the highest logprob first, equal values by
+/// token text, then by id. So the order depends on neither an endpoint's JSON nor an engine's
+/// sort, and a reference computed again compares record for record with one collected.
+pub fn top_rank(a: (f32, &str, Option<u32>), b: (f32, &str, Option<u32>)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0)
+        .then_with(|| a.1.cmp(b.1))
+        .then_with(|| a.2.cmp(&b.2))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -263,6 +327,19 @@ mod tests {
         let wide = Logprob::parse("-0.10000000000000001").unwrap();
         assert!(!wide.exact_f32);
         assert!(Logprob::parse("abc").is_err());
+    }
+
+    #[test]
+    fn logprobs_are_equal_when_they_print_the_same_number() {
+        // A server's JSON and hspi's own references spell one f32 differently.
+        let served = Logprob::parse("-2.4816930294036865").unwrap();
+        let own = Logprob::parse("-2.48169302940368652e0").unwrap();
+        assert_eq!(served, own);
+        // Another number that rounds to the same f32: a different print, not the same.
+        let wider = Logprob::parse("-2.48169303").unwrap();
+        assert_eq!(wider.f32_bits, served.f32_bits);
+        assert_ne!(wider, served);
+        assert_ne!(served, Logprob::parse("-2.4816932").unwrap());
     }
 
     #[test]

@@ -205,10 +205,8 @@ impl Served {
                 json!({"id": i, "token": String::from_utf8_lossy(&bytes), "bytes": bytes, "logprob": lp[i] as f64})
             };
             let mut step = entry(next);
-            let mut order: Vec<usize> = (0..lp.len()).collect();
-            order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
-            step["top_logprobs"] =
-                Value::Array(order.iter().take(top_k).map(|i| entry(*i)).collect());
+            let order = crate::token_steps::top_indices(&self.codec, &lp, top_k);
+            step["top_logprobs"] = Value::Array(order.into_iter().map(entry).collect());
             steps.push(step);
             text.extend(self.codec.token_bytes(next as u32));
             context.push(next as u32);

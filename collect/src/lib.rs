@@ -21,6 +21,7 @@ pub mod started_engine;
 pub mod target;
 pub mod teacher_forced;
 mod token_steps;
+mod top_list;
 pub mod zoo;
 
 pub use collector::{collect, CollectSummary, NoProgress, PendingTarget, Progress};

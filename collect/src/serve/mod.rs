@@ -205,7 +205,7 @@ impl Served {
                 json!({"id": i, "token": String::from_utf8_lossy(&bytes), "bytes": bytes, "logprob": lp[i] as f64})
             };
             let mut step = entry(next);
-            let order = crate::token_steps::top_indices(&self.codec, &lp, top_k);
+            let order = crate::top_list::top_indices(&self.codec, &lp, top_k);
             step["top_logprobs"] = Value::Array(order.into_iter().map(entry).collect());
             steps.push(step);
             text.extend(self.codec.token_bytes(next as u32));

@@ -9,15 +9,10 @@ use common::{assert_stated_live, forced_gap, llama, tokenize};
 use hspi_collect::zoo::codec::Codec;
 use hspi_datasets::NumericFormat;
 
-fn gemma_gguf() -> std::path::PathBuf {
-    hspi_collect::zoo::gemma3_270m::weights_path(None)
-        .expect("Gemma-3-270M is not cached: run .ci/setup (hspi fetch gemma3-270m)")
-}
-
 #[test]
 fn prompts_read_into_llama_servers_token_ids() {
     let _cores = common::one_at_a_time();
-    let path = gemma_gguf();
+    let path = common::gemma_gguf();
     let server = llama::LlamaServer::start(&llama::build("avx2"), &path, "gemma3-270m")
         .unwrap_or_else(|e| panic!("llama-server (gemma3-270m) did not start: {e}"));
     let codec = Codec::from_gguf(&path).unwrap();
@@ -42,7 +37,7 @@ fn prompts_read_into_llama_servers_token_ids() {
 #[test]
 fn gemma_answers_as_llama_cpp_computes_it() {
     let _cores = common::one_at_a_time();
-    let path = gemma_gguf();
+    let path = common::gemma_gguf();
     let build = llama::build("avx2");
     let dir = tempfile::tempdir().unwrap();
     let codec = Codec::from_gguf(&path).unwrap();
@@ -78,7 +73,7 @@ fn gemma_answers_as_llama_cpp_computes_it() {
 #[test]
 fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
     let _cores = common::one_at_a_time();
-    let path = gemma_gguf();
+    let path = common::gemma_gguf();
     let checkpoint = llama::cache().join("gemma3-270m/hf-f32");
     assert!(
         checkpoint.join("model.safetensors").exists(),
@@ -117,7 +112,7 @@ fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
     // #fig-gemma-vllm).
     let tmp = tempfile::tempdir().unwrap();
     let first = first_prompts(
-        &gemma_pack().join("pool.json"),
+        &common::gemma_pack().join("pool.json"),
         FIRST_PROMPTS,
         &tmp.path().join("pool.json"),
     );
@@ -129,7 +124,7 @@ fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
     );
     // Never accused anywhere; how often confirmed depends on the kernels vLLM loads here
     // (`_C_AVX2` on an AVX2-only CPU: the guide's figure, printed, not asserted).
-    let honest = tally(&gemma_pack(), &answers, "*/*/bf16/*");
+    let honest = tally(&common::gemma_pack(), &answers, "*/*/bf16/*");
     assert_eq!(
         row(&honest, "format", "mismatch"),
         0,
@@ -140,7 +135,7 @@ fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
         common::vllm::kernel_library(),
         row(&honest, "format", "consistent")
     );
-    let sold = tally(&gemma_pack(), &answers, "*/*/fp16/*");
+    let sold = tally(&common::gemma_pack(), &answers, "*/*/fp16/*");
     assert!(
         row(&sold, "format", "mismatch") >= 198,
         "sold as fp16: {sold}"
@@ -149,7 +144,7 @@ fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
     // f16 references on the provider's tokens (docs/how-hspi-decides.md#fig-gemma-vllm).
     let w = path.to_str().unwrap();
     let (code, report, err) = common::pack_audit(
-        &gemma_pack(),
+        &common::gemma_pack(),
         &vllm.url,
         "*/*/fp16/*",
         &tmp.path().join("fp16"),
@@ -166,11 +161,6 @@ fn gemma_served_by_vllm_answers_as_the_served_path_computes_it() {
     );
     assert_eq!(code, 1, "vLLM bf16 sold as fp16: {err}");
     assert_eq!(report["summary"]["verdict"], "mismatch", "{report}");
-}
-
-/// The shipped Gemma pack.
-fn gemma_pack() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/gemma3-270m-mixed")
 }
 
 /// 200 audits of `served` against `claim` with `pack`, each stopping after 8 answers (64 output
@@ -228,7 +218,7 @@ fn row(tally: &serde_json::Value, dimension: &str, status: &str) -> u64 {
 #[test]
 fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
     let _cores = common::one_at_a_time();
-    let path = gemma_gguf();
+    let path = common::gemma_gguf();
     let build = llama::build("avx2");
     let tmp = tempfile::tempdir().unwrap();
     let start = |file: &std::path::Path, alias: &str| {
@@ -242,13 +232,13 @@ fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
         "gemma3-270m",
     );
     let own = start(&path, "gemma3-270m");
-    let pool = gemma_pack().join("pool.json");
+    let pool = common::gemma_pack().join("pool.json");
     let answers = |name: &str, base: &str, model: &str, pool: &std::path::Path| {
         common::chat_answers_of(model, base, pool, &tmp.path().join(name))
     };
     let claim = "*/*/f16/*";
     let honest = tally(
-        &gemma_pack(),
+        &common::gemma_pack(),
         &answers("f16", &f16.url, "gemma3-270m", &pool),
         claim,
     );
@@ -266,7 +256,7 @@ fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
     assert_eq!(row(&honest, "model", "mismatch"), 0, "honest F16: {honest}");
     for (name, server) in [("q8_0", &q8), ("q4_k_m", &own)] {
         let t = tally(
-            &gemma_pack(),
+            &common::gemma_pack(),
             &answers(name, &server.url, "gemma3-270m", &pool),
             claim,
         );
@@ -281,7 +271,7 @@ fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
     let smollm2 = start(&llama::gguf("F16"), "gemma3-270m");
     let first = first_prompts(&pool, FIRST_PROMPTS, &tmp.path().join("gemma-pool.json"));
     let swapped = answers("smollm2-as-gemma", &smollm2.url, "gemma3-270m", &first);
-    let t = tally(&gemma_pack(), &swapped, claim);
+    let t = tally(&common::gemma_pack(), &swapped, claim);
     assert!(row(&t, "model", "mismatch") >= 198, "SmolLM2 as Gemma: {t}");
     let smollm2_pool = first_prompts(
         &common::shipped_pack().join("pool.json"),
@@ -294,14 +284,19 @@ fn gemma_is_audited_with_its_pack_and_swapped_models_are_a_model_mismatch() {
     assert!(row(&t, "model", "mismatch") >= 198, "Gemma as SmolLM2: {t}");
 
     // Live: the pack audit and the fresh-prompt audit of Q8_0 sold as f16.
-    let (code, report, err) =
-        common::pack_audit(&gemma_pack(), &q8.url, claim, &tmp.path().join("live"), &[]);
+    let (code, report, err) = common::pack_audit(
+        &common::gemma_pack(),
+        &q8.url,
+        claim,
+        &tmp.path().join("live"),
+        &[],
+    );
     assert_eq!(code, 1, "Q8_0 sold as f16, pack audit: {err}");
     assert_eq!(report["subject"]["architecture"], "gemma3", "{report}");
     assert_eq!(report["summary"]["verdict"], "mismatch", "{report}");
     let w = path.to_str().unwrap();
     let (code, report, err) = common::pack_audit(
-        &gemma_pack(),
+        &common::gemma_pack(),
         &q8.url,
         claim,
         &tmp.path().join("fresh"),

@@ -459,25 +459,20 @@ fn copy_dir(from: &Path, to: &Path) {
 /// which equals step-by-step decoding bit for bit) and compared record for record (`dataset
 /// diff`). A change to the served path that moves any value leaves a shipped pack stale (the
 /// SmolLM2 pack's market references were, until 2026-11-28: 0 of 108 outputs identical); it
-/// fails here until the pack is built again. hspi's float product sums in one order on every
-/// CPU, so the bits do not depend on the host.
+/// fails here until the pack is built again. The bits do not depend on the host: hspi's float
+/// product sums in one order on every CPU, and exp and log are glibc's one FMA path on every
+/// x86-64 CPU the suite runs on (its llama.cpp build needs AVX2, and so FMA).
 #[test]
 fn the_shipped_packs_own_engine_references_are_what_hspi_computes_today() {
     let _cores = common::one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
-    let gemma = hspi_collect::zoo::gemma3_270m::weights_path(None)
-        .expect("Gemma-3-270M is not cached: run .ci/setup (hspi fetch gemma3-270m)");
     let packs = [
         (
             shipped_pack(),
             common::llama::smollm2_gguf(),
             REPRODUCED_SMOLLM2,
         ),
-        (
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/gemma3-270m-mixed"),
-            gemma,
-            REPRODUCED_GEMMA,
-        ),
+        (common::gemma_pack(), common::gemma_gguf(), REPRODUCED_GEMMA),
     ];
     for (pack, weights, formats) in packs {
         for format in formats {

@@ -1,6 +1,7 @@
 //! A teacher-forced position as a record holds it: from a reference engine's logits at each
 //! position of an answer, the provider's token with its logprob and the engine's best `top`
-//! (in the one order of a top list), logprobs printed exactly. One rule for hspi's CPU formats and its GPU pass.
+//! (in the one order of a top list), logprobs printed exactly. One rule for hspi's CPU formats
+//! and its GPU pass.
 
 use hspi_datasets::{Logprob, TokenStep, TopEntry};
 

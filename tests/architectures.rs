@@ -282,10 +282,11 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
         );
         drop(vllm);
         let honest = replayed(&answers, &refs, "*/*/bf16/*", 256);
-        // Within 128 output tokens: within 64 some answers show bf16's pattern too weakly
-        // (`_C_AVX2`, 2026-11-28: gemma3 188 and llama-h32 192 of 200, the rest inconclusive,
-        // never consistent; qwen2 and qwen3 200).
-        let sold = replayed(&answers, &refs, "*/*/fp16/*", 128);
+        // Within 64 output tokens since every printed token is a position of the references
+        // (Gemma's newline runs, a random model's odd splits: its text read again had merged
+        // them) and an answer compared at every position counts up to 2 nats: gemma3 188 and
+        // llama-h32 192 of 200 before, on `_C_AVX2`.
+        let sold = replayed(&answers, &refs, "*/*/fp16/*", 64);
         let line = format!(
             "{arch} bf16: {gap}; claimed bf16 consistent {} (mean {:.0} tokens) accused {}; sold \
              as fp16 mismatch {} within {} tokens",
@@ -297,10 +298,11 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
         );
         eprintln!("{line}");
         // A near tie may flip one greedy token; the bar is about SmolLM2's own gap to vLLM.
-        // Where vLLM multiplies bf16 with other kernels than those measured, only what holds
-        // on every CPU: never accused, a substitute caught.
+        // Where vLLM multiplies bf16 with other kernels than those measured, the gap is
+        // reported, not asserted; the audit's bars hold on both of vLLM's CPU kernel libraries
+        // (`_C_AVX2`, 2026-11-28: every family consistent in 200 of 200).
         let close = !as_measured || (gap.agree + 1 >= gap.positions && gap.mean < 2e-2);
-        let confirmed = !as_measured || verdicts(&honest, "consistent") >= 190;
+        let confirmed = verdicts(&honest, "consistent") >= 190;
         let audited = common::fresh::accusations(&honest) == 0
             && confirmed
             && verdicts(&sold, "mismatch") >= 198;

@@ -394,7 +394,8 @@ impl ForcedReferences {
         Ok(self.prompt_ids(input, chat)?.len())
     }
 
-    /// The provider's generated tokens: the ids it printed, else its text read again.
+    /// The provider's generated tokens: the ids it printed, else the token each step's bytes
+    /// name, else its text read again.
     fn answer_ids(&self, answer: &Record) -> Result<Vec<u32>> {
         let Outputs::Completion { text, steps, .. } = &answer.outputs else {
             return Err(CollectError::BadRequest(format!(
@@ -403,13 +404,15 @@ impl ForcedReferences {
             )));
         };
         // The ids it printed, where each names the same bytes in this model's vocabulary (another
-        // vocabulary's ids would name other tokens): else its text read again.
+        // vocabulary's ids would name other tokens), else the token printing each step's bytes:
+        // its text read again may merge its tokens (Gemma's vocabulary holds runs of newlines,
+        // which vLLM generates one at a time), and every position is evidence.
         let ids: Option<Vec<u32>> = steps
             .iter()
             .map(|s| {
-                let id = s.id?;
                 let printed = s.bytes.as_deref().unwrap_or(s.token.as_bytes());
-                (self.codec.token_bytes(id) == printed).then_some(id)
+                s.id.filter(|id| self.codec.token_bytes(*id) == printed)
+                    .or_else(|| self.codec.token_printing(printed))
             })
             .collect();
         match ids {

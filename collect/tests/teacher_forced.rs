@@ -250,3 +250,98 @@ fn served_formats_kept_on_disk_read_back_exactly() {
     f.set_len(len - 2).unwrap();
     assert!(ServedLm::read_kept(&kept, &weights.config, format, tables).is_none());
 }
+
+/// A chat answer as chat endpoints print it (each token's text and bytes, no ids) is scored on
+/// the tokens it printed, not on its text read again: SmolLM2's " great" generated as " gre" and
+/// "at" stays two positions, each evidence.
+#[test]
+fn an_answer_printed_without_ids_is_scored_on_the_tokens_it_printed() {
+    let path = smollm2::weights_path(None)
+        .expect("SmolLM2's weights are not cached: run .ci/setup (hspi fetch smollm2)");
+    let codec = Codec::from_gguf(&path).unwrap();
+    let pieces = [" the", " gre", "at", " city"];
+    let ids: Vec<u32> = pieces
+        .iter()
+        .map(|p| {
+            let ids = codec.text_ids(p).unwrap();
+            assert_eq!(ids.len(), 1, "{p:?} is one of SmolLM2's tokens");
+            ids[0]
+        })
+        .collect();
+    assert_eq!(
+        codec.text_ids(&pieces.concat()).unwrap().len(),
+        3,
+        "read again, the text merges \" gre\" and \"at\""
+    );
+    let steps = pieces
+        .iter()
+        .map(|p| TokenStep {
+            token: p.to_string(),
+            id: None,
+            bytes: Some(p.as_bytes().to_vec()),
+            logprob: None,
+            top: Vec::new(),
+        })
+        .collect();
+    let answer = Record {
+        probe_id: "p".into(),
+        target: "http://127.0.0.1:1/v1/chat/completions#smollm2".into(),
+        platform: None,
+        outputs: Outputs::Completion {
+            text: pieces.concat(),
+            steps,
+            finish_reason: None,
+        },
+        timing_us: 0,
+        usage: None,
+        served: None,
+        asked_as: None,
+    };
+    let input = ProbeInput::Prompt {
+        text: "Name a city".into(),
+        params: GenerationParams {
+            max_tokens: 4,
+            temperature: 0.0,
+            top_logprobs: 5,
+            seed: None,
+        },
+    };
+    let engines = ForcedReferences::open(
+        "smollm2",
+        &path,
+        &[NumericFormat::Bf16],
+        Vec::new(),
+        None,
+        Residency::Resident,
+    )
+    .unwrap();
+    let (context, prompt) = engines.context_ids(&input, &answer).unwrap();
+    assert_eq!(context[prompt..], ids[..]);
+}
+
+/// Where a piece and a byte token print the same byte (Gemma's "\n" and `<0x0A>`), a printed
+/// step is the piece, as the engine's tokenizer reads it; a run of newlines printed one at a
+/// time stays one position each (Gemma's vocabulary also holds the run as one token).
+#[test]
+fn a_printed_newline_is_gemmas_newline_piece() {
+    let cache = std::env::var_os("HSPI_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/hspi")
+        });
+    let path = cache.join("tiny-models/gemma3/gemma3-F32.gguf");
+    assert!(
+        path.exists(),
+        "{} is missing: run .ci/setup (.ci/tiny-models)",
+        path.display()
+    );
+    let codec = Codec::from_gguf(&path).unwrap();
+    let read = codec.text_ids("\n").unwrap();
+    let newline = *read.last().unwrap();
+    assert_eq!(codec.token_printing(b"\n"), Some(newline));
+    assert_eq!(
+        codec.text_ids("\n\n\n\n").unwrap().len(),
+        read.len(),
+        "a run of four newlines is one token"
+    );
+}

@@ -322,6 +322,11 @@ impl Bpe {
             .unwrap_or_default()
     }
 
+    /// How many tokens the vocabulary holds.
+    pub fn vocab_size(&self) -> usize {
+        self.tokens.len()
+    }
+
     /// Whether generation stops after token `id`.
     pub fn ends_generation(&self, id: u32) -> bool {
         self.end_of_generation.contains(&id)

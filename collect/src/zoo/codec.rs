@@ -117,6 +117,15 @@ impl Codec {
         }
     }
 
+    /// The token an answer printing exactly `bytes` at one step generated (None for the tiny
+    /// LM, or where no token prints them).
+    pub fn token_printing(&self, bytes: &[u8]) -> Option<u32> {
+        match self {
+            Codec::Tiny(_) => None,
+            Codec::Gguf { vocab, .. } => vocab.token_printing(bytes),
+        }
+    }
+
     /// Whether the answer ends after token `id` (end of turn), besides `max_tokens`.
     pub fn ends_generation(&self, id: u32) -> bool {
         match self {

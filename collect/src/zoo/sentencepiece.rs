@@ -173,6 +173,17 @@ impl SentencePiece {
         }
     }
 
+    /// How many tokens the vocabulary holds.
+    pub fn vocab_size(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Whether token `id` is a byte token (`<0x0A>`), which prints as one byte a piece may
+    /// print too.
+    pub fn is_byte_token(&self, id: u32) -> bool {
+        self.types.get(id as usize) == Some(&BYTE)
+    }
+
     /// Whether generation stops after token `id`.
     pub fn ends_generation(&self, id: u32) -> bool {
         self.end_of_generation.contains(&id)

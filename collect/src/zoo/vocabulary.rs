@@ -3,7 +3,9 @@
 //! with the beginning-of-sequence token llama.cpp puts before every prompt where the file asks
 //! for it (`tokenizer.ggml.add_bos_token`; SentencePiece files do unless they say otherwise).
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use candle_core::quantized::gguf_file;
 
@@ -15,6 +17,8 @@ pub struct Vocabulary {
     kind: Kind,
     /// The token every prompt starts with, where the model adds one.
     bos: Option<u32>,
+    /// Which token prints as which bytes, made when first asked ([`Self::token_printing`]).
+    printing: OnceLock<HashMap<Vec<u8>, u32>>,
 }
 
 enum Kind {
@@ -58,7 +62,11 @@ impl Vocabulary {
         let bos = meta("tokenizer.ggml.bos_token_id")
             .and_then(|v| v.to_u32().ok())
             .filter(|_| adds_bos);
-        Ok(Vocabulary { kind, bos })
+        Ok(Vocabulary {
+            kind,
+            bos,
+            printing: OnceLock::new(),
+        })
     }
 
     /// A checkpoint directory's byte-level BPE (`tokenizer.json`).
@@ -66,6 +74,7 @@ impl Vocabulary {
         Vocabulary {
             kind: Kind::Bpe(Box::new(bpe)),
             bos: None,
+            printing: OnceLock::new(),
         }
     }
 
@@ -94,6 +103,34 @@ impl Vocabulary {
             Kind::Bpe(v) => v.token_bytes(id),
             Kind::SentencePiece(v) => v.token_bytes(id),
         }
+    }
+
+    /// The token an answer printing exactly `bytes` at one step generated: the piece that
+    /// prints them, before a byte token printing the same byte (`\n` and `<0x0A>` in Gemma's
+    /// vocabulary; an engine generates the piece, as its tokenizer reads the text). None where no
+    /// token prints them.
+    pub fn token_printing(&self, bytes: &[u8]) -> Option<u32> {
+        let printing = self.printing.get_or_init(|| {
+            let (size, byte_token): (usize, &dyn Fn(u32) -> bool) = match &self.kind {
+                Kind::Bpe(v) => (v.vocab_size(), &|_| false),
+                Kind::SentencePiece(v) => (v.vocab_size(), &|id| v.is_byte_token(id)),
+            };
+            let mut printing: HashMap<Vec<u8>, u32> = HashMap::new();
+            for id in 0..size as u32 {
+                let printed = self.token_bytes(id);
+                if printed.is_empty() {
+                    continue;
+                }
+                match printing.get(&printed) {
+                    Some(other) if !byte_token(*other) || byte_token(id) => {}
+                    _ => {
+                        printing.insert(printed, id);
+                    }
+                }
+            }
+            printing
+        });
+        printing.get(bytes).copied()
     }
 
     /// Whether generation stops after token `id`.

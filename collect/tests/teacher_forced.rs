@@ -2,7 +2,7 @@
 //! greedily, the teacher-forced reference of the same format ranks the answer's token first at
 //! every position, with the logprob generation gave it (to rounding: one causal pass against a
 //! fresh context per token); an answer printed as chat endpoints print it (no ids) is scored on
-//! the tokens it printed. Needs SmolLM2's cached weights and the tiny models (`.ci/setup`).
+//! the tokens it printed. Needs SmolLM2's and Gemma-3-270M's cached weights (`.ci/setup`).
 
 use hspi_collect::backend::candle_cpu::{QuantizedLm, ServedLm};
 use hspi_collect::serve::log_softmax;
@@ -321,16 +321,23 @@ fn a_printed_newline_is_gemmas_newline_piece() {
         .unwrap_or_else(|| {
             std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/hspi")
         });
-    let path = cache.join("tiny-models/gemma3/gemma3-F32.gguf");
+    let path = cache.join("gemma3-270m/gemma-3-270m-q4_k_m.gguf");
     assert!(
         path.exists(),
-        "{} is missing: run .ci/setup (.ci/tiny-models)",
+        "{} is missing: run .ci/setup (hspi fetch gemma3-270m)",
         path.display()
     );
     let codec = Codec::from_gguf(&path).unwrap();
     let read = codec.text_ids("\n").unwrap();
     let newline = *read.last().unwrap();
-    assert_eq!(codec.token_printing(b"\n"), Some(newline));
+    let byte_token = (0..1024)
+        .find(|id| *id != newline && codec.token_bytes(*id) == b"\n")
+        .expect("Gemma's vocabulary holds a byte token printing a newline too");
+    assert_eq!(
+        codec.token_printing(b"\n"),
+        Some(newline),
+        "not {byte_token}"
+    );
     assert_eq!(
         codec.text_ids("\n\n\n\n").unwrap().len(),
         read.len(),

@@ -32,6 +32,10 @@ pub const FORMAT_CAP: f64 = 1.0;
 /// every other market pair in 200 either way, no honest claim accused; at 3, PyTorch's honest
 /// bf16 was accused in 2 of 200.
 pub const POSITION_CAP: f64 = 0.25;
+/// Most one answer counts however many of its positions are compared (nats): what 8 positions
+/// reach, the longest answers measured; a longer answer (a pack built with more tokens per
+/// request) would otherwise settle a format on its own.
+pub const ANSWER_CAP: f64 = 2.0;
 /// Least share of a format's own pattern an answer served in that format keeps (see above).
 const MIN_SHARE: f64 = 0.5;
 /// Squared differences below this are rounding of the printed value, not a pattern.
@@ -222,9 +226,9 @@ impl FormatReferences {
 }
 
 /// Most one answer's format evidence counts: `least`, or [`POSITION_CAP`] per position compared
-/// where that is more.
+/// up to [`ANSWER_CAP`] where that is more.
 pub fn answer_cap(least: f64, positions: usize) -> f64 {
-    least.max(POSITION_CAP * positions as f64)
+    least.max((POSITION_CAP * positions as f64).min(ANSWER_CAP))
 }
 
 /// How many of the answer's positions (its steps; a logit vector is none) the references are
@@ -475,5 +479,6 @@ mod tests {
             [-FORMAT_CAP, 0.0]
         );
         assert_eq!(answer_cap(FORMAT_CAP, 3), FORMAT_CAP);
+        assert_eq!(answer_cap(FORMAT_CAP, 32), ANSWER_CAP, "a long answer");
     }
 }

@@ -769,6 +769,24 @@ fn fresh_references_decide_the_market_pairs_within_64_tokens() {
             0,
         ),
         ("vllm-cpu", "int8-w8a8", "bf16", &[("mismatch", 200)], 200),
+        // The other direction of three pairs: FP8 claimed fp4 is caught; a better format
+        // claimed as a quantised family (bf16 as fp8, W8A8 as int4) is never accused, since a
+        // family may hold schemes hspi has no reference for.
+        (
+            "transformers-compressed",
+            "fp8-w8a8",
+            "fp4",
+            &[("mismatch", 190)],
+            190,
+        ),
+        (
+            "transformers-compressed",
+            "bf16",
+            "fp8",
+            &[("inconclusive", 200)],
+            0,
+        ),
+        ("vllm-cpu", "int8-w8a8", "int4", &[("inconclusive", 200)], 0),
         // Honest at the widest formats, and fp16 sold as bf16 (the reverse of the first pair).
         (
             "vllm-cpu",

@@ -102,14 +102,14 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
     assert_stated_live(
         "q4_0 cache sold as f16, named",
         named(&f16, "f16+kv-q4_0"),
-        38,
+        97,
     );
     // Declared, never accused.
     assert_eq!(accusations(&q4), 0, "{q4}");
     assert_stated_live(
         "declared q4_0 cache, consistent",
         verdicts(&q4, "consistent"),
-        146,
+        101,
     );
     // Claimed at the other type: never confirmed.
     assert_eq!(verdicts(&q8, "consistent"), 0, "{q8}");
@@ -127,7 +127,7 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
     assert_stated_live(
         "declared q8_0 cache, consistent",
         verdicts(&q8, "consistent"),
-        53,
+        50,
     );
     assert_eq!(verdicts(&q4, "consistent"), 0, "{q4}");
 
@@ -200,7 +200,7 @@ fn vllm_fp8_kv_cache_is_caught_and_an_honest_bf16_cache_never_accused() {
     assert_stated_live(
         "vLLM bf16 cache, consistent",
         verdicts(&honest[0], "consistent"),
-        198,
+        200,
     );
     assert_eq!(verdicts(&honest[1], "consistent"), 0, "{}", honest[1]);
 

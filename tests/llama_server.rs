@@ -390,12 +390,12 @@ fn verification(
         "verify: F16 claimed, Q8_0/Q4_0 served: caught {caught}/{dishonest} within {tokens_max} output tokens; honest audits: {accused}/{honest} accused, {consistent} consistent"
     );
     // docs/how-hspi-decides.md: caught 100 of 100 within 16 output tokens; 0 of 200 honest
-    // audits accused, 186 consistent.
+    // audits accused, 182 consistent.
     assert_eq!((dishonest, honest), (100, 200));
     assert_stated_live("Q8_0/Q4_0 sold as F16 caught", caught as u64, 100);
     assert!(tokens_max <= 16, "caught within {tokens_max} output tokens");
     assert_eq!(accused, 0, "an honest server was accused");
-    assert_stated_live("honest audits consistent", consistent as u64, 186);
+    assert_stated_live("honest audits consistent", consistent as u64, 182);
 
     // The CLI over a dataset: exit 1 for a mismatch, naming the likely platform.
     let q8 = strs(unseen[0])

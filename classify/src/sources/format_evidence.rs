@@ -19,23 +19,11 @@ use crate::features::view::StepView;
 use crate::features::View;
 use crate::model::ClassLabel;
 
-/// Most one answer's format evidence counts (nats) where few of its positions are compared.
-/// Serving changes hspi never saw move an answer's values as far as a format does (llama.cpp with
-/// flash attention off: Q8_0 answers as far from Q8_0's recomputation as from F32's), so one
-/// answer is weak evidence and an accusation takes several that agree.
+/// Most one answer's format evidence counts (nats). Serving changes hspi never saw move an
+/// answer's values as far as a format does (llama.cpp with flash attention off: Q8_0 answers as far
+/// from Q8_0's recomputation as from F32's), so one answer is weak evidence and an accusation
+/// takes several that agree.
 pub const FORMAT_CAP: f64 = 1.0;
-/// Most each compared position of an answer adds to its cap (nats): an answer compared at every
-/// one of its 8 positions (references computed on its own tokens, as a fresh audit's are) counts
-/// up to 2 nats, one whose text parts from the references' after 4 positions 1. Measured on the
-/// engines' committed answers with fresh references (`tests/serving_engines.rs`): at 1 nat per
-/// answer INT4 sold as fp4 was caught within 64 output tokens in 177 of 200 audits, at 2 in 200,
-/// every other market pair in 200 either way, no honest claim accused; at 3, PyTorch's honest
-/// bf16 was accused in 2 of 200.
-pub const POSITION_CAP: f64 = 0.25;
-/// Most one answer counts however many of its positions are compared (nats): what 8 positions
-/// reach, the longest answers measured; a longer answer (a pack built with more tokens per
-/// request) would otherwise settle a format on its own.
-pub const ANSWER_CAP: f64 = 2.0;
 /// Least share of a format's own pattern an answer served in that format keeps (see above).
 const MIN_SHARE: f64 = 0.5;
 /// Squared differences below this are rounding of the printed value, not a pattern.
@@ -97,14 +85,14 @@ impl FormatReferences {
     }
 
     /// Per format (in [`Self::formats`] order), how much worse it explains the answer than the
-    /// format that explains it best, in nats within [−cap, 0], the cap [`answer_cap`] of the
-    /// positions compared and `least`; None when a format's reference did not answer this probe.
+    /// format that explains it best, in nats within [−`cap`, 0]; None when a format's reference
+    /// did not answer this probe.
     /// `rounding`: variance the API's rounding of the values adds to every contest's noise.
     pub fn score(
         &self,
         answer: &View,
         references: &[Option<View>],
-        least: f64,
+        cap: f64,
         rounding: f64,
     ) -> Option<Vec<f64>> {
         let refs: Vec<&View> = self
@@ -133,7 +121,6 @@ impl FormatReferences {
         // answer's does not shorten the contests of the others; a format scores its worst
         // contest.
         let k = refs.len();
-        let cap = answer_cap(least, positions(answer, &refs));
         let mut worst = vec![cap; k];
         // Whether a format had a contest at all: one whose reference shares no value with the
         // answer (its first token's list has none of the answer's: a 5-bit mix answering in
@@ -223,25 +210,6 @@ impl FormatReferences {
             })
             .collect()
     }
-}
-
-/// Most one answer's format evidence counts: `least`, or [`POSITION_CAP`] per position compared
-/// up to [`ANSWER_CAP`] where that is more.
-pub fn answer_cap(least: f64, positions: usize) -> f64 {
-    least.max((POSITION_CAP * positions as f64).min(ANSWER_CAP))
-}
-
-/// How many of the answer's positions (its steps; a logit vector is none) the references are
-/// compared at: those before the answer's text parts from the first reference to part from it,
-/// each sharing a value with every reference.
-fn positions(answer: &View, refs: &[&View]) -> usize {
-    if matches!(answer, View::Logits(_)) {
-        return 0;
-    }
-    matched_steps(answer, refs)
-        .iter()
-        .filter(|s| !s.is_empty())
-        .count()
 }
 
 /// `[answer, base, format…]` values at the same place: every logit, or each top-list entry the
@@ -365,7 +333,6 @@ fn log_likelihood(values: &[Vec<f64>], k: usize, noise: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::features::view::TokenKey;
 
     fn class(platform: &str) -> ClassLabel {
         ClassLabel {
@@ -433,52 +400,5 @@ mod tests {
             f.score(&View::Logits(vec![0.0]), &[None, None], 3.0, 0.0),
             None
         );
-    }
-
-    /// A black-box answer of `tokens`, each step's top list five alternatives valued `value`.
-    fn answer(tokens: &[&str], value: impl Fn(usize, usize) -> f32) -> View {
-        let steps = tokens
-            .iter()
-            .enumerate()
-            .map(|(i, t)| StepView {
-                key: TokenKey::new(None, t),
-                value: None,
-                top: (0..5)
-                    .map(|j| {
-                        let key = TokenKey::new(None, &format!("{t}{j}"));
-                        (key, value(i, j))
-                    })
-                    .collect(),
-            })
-            .collect();
-        View::Steps {
-            text: String::new(),
-            steps,
-        }
-    }
-
-    #[test]
-    fn an_answer_counts_more_the_more_of_its_positions_are_compared() {
-        let classes: Vec<ClassLabel> = refs().iter().map(|r| class(r)).collect();
-        let f = FormatReferences::new(&refs(), &classes).unwrap();
-        let tokens = ["a", "b", "c", "d", "e", "f", "g", "h"];
-        let base = |i: usize, j: usize| -(j as f32) - 0.1 * i as f32;
-        let q8 = |i: usize, j: usize| base(i, j) + 0.05 * ((i * 5 + j * 3) % 7) as f32 - 0.15;
-        let served = answer(&tokens, q8);
-        // References on the answer's own tokens: every one of its 8 positions compared.
-        let own = [Some(answer(&tokens, q8)), Some(answer(&tokens, base))];
-        assert_eq!(
-            f.score(&served, &own, FORMAT_CAP, 0.0).unwrap(),
-            [-2.0, 0.0]
-        );
-        // References whose text parts from the answer's at its third token: three compared.
-        let parted = ["a", "b", "x", "y", "z", "w", "v", "u"];
-        let pool = [Some(answer(&parted, q8)), Some(answer(&parted, base))];
-        assert_eq!(
-            f.score(&served, &pool, FORMAT_CAP, 0.0).unwrap(),
-            [-FORMAT_CAP, 0.0]
-        );
-        assert_eq!(answer_cap(FORMAT_CAP, 3), FORMAT_CAP);
-        assert_eq!(answer_cap(FORMAT_CAP, 32), ANSWER_CAP, "a long answer");
     }
 }

@@ -70,14 +70,11 @@ impl VerifyParams {
         (((1.0 - b) / a).ln(), (b / (1.0 - a)).ln())
     }
 
-    /// The format evidence's accusing threshold: the least cap of one answer beyond Wald's. That
-    /// evidence is a bounded model of engines hspi never ran, not a calibrated likelihood: at
-    /// Wald's threshold alone, PyTorch's fp16 under load was accused in 1 of 200 audits against
+    /// The format evidence's accusing threshold: one capped answer beyond Wald's. That evidence
+    /// is a bounded model of engines hspi never ran, not a calibrated likelihood: at Wald's
+    /// threshold alone, PyTorch's fp16 under load was accused in 1 of 200 audits against
     /// llama.cpp references (datasets/atlas/transformers-cpu); one answer more removed that and
-    /// caught every measured substitution as before. With fresh references an answer counts up
-    /// to twice that (`format_evidence::POSITION_CAP`); a margin of one such answer (2 nats)
-    /// changed no verdict on the engines' committed answers with fresh references
-    /// (`tests/serving_engines.rs`, 2026-11-28).
+    /// caught every measured substitution as before.
     pub fn format_accuse_threshold(&self) -> f64 {
         self.thresholds().0 + FORMAT_CAP
     }

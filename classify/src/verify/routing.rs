@@ -201,9 +201,10 @@ impl Verifier<'_> {
 
     /// Whether a format accusation naming one format for every answer waits for another answer:
     /// where the audit was asked to see a share routed elsewhere (`--routed-share`), until more
-    /// answers than a mixture needs of each route ([`MIN_ROUTED`]). A fresh answer counts up to
-    /// 2 nats, so three answers alike accuse: with 30 % routed to Q4_0, three Q4_0 answers first
-    /// named q4_0 alone in 9 of 200 audits. Once the budget is spent the accusation stands
+    /// answers than a mixture needs of each route ([`MIN_ROUTED`]). Where an answer counts more
+    /// than a third of the accusing threshold (a bit-identical reproduction; answers counting 2
+    /// nats, tried), three answers alike accuse: with 30 % routed to Q4_0, three Q4_0 answers
+    /// first named q4_0 alone in 9 of 200 audits. Once the budget is spent the accusation stands
     /// (`finish`).
     pub(super) fn single_format_early(&self) -> bool {
         self.params.routed_share.is_some() && self.evidence.len() <= MIN_ROUTED

@@ -317,10 +317,11 @@ fn each_dense_family_served_by_vllm_answers_as_the_served_path_computes_it() {
         );
         eprintln!("{line}");
         // A near tie may flip one greedy token; the bar is about SmolLM2's own gap to vLLM.
-        // Where vLLM multiplies bf16 with other kernels than those measured (`_C`, `_C_AVX2`),
-        // the gap is reported, not asserted; the audit's bars hold on every CPU.
+        // Where vLLM multiplies bf16 with other kernels than those measured (`_C`, `_C_AVX2`;
+        // `_C_AVX512` never was), the gap and the confirmation are reported, not asserted; never
+        // accused and a substitute caught hold on every CPU.
         let close = !as_measured || (gap.agree + 1 >= gap.positions && gap.mean < 2e-2);
-        let confirmed = verdicts(&honest, "consistent") >= 190;
+        let confirmed = !as_measured || verdicts(&honest, "consistent") >= 190;
         let audited = common::fresh::accusations(&honest) == 0
             && confirmed
             && verdicts(&sold, "mismatch") >= 198;

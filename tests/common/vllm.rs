@@ -148,7 +148,7 @@ pub fn bf16_as_measured() -> bool {
     let measured = matches!(library, "_C" | "_C_AVX2");
     if !measured {
         eprintln!(
-            "note: vLLM-CPU runs {library} on this CPU: its bf16 kernels are not those hspi's served path was measured against, so closeness is reported, not asserted"
+            "note: vLLM-CPU runs {library} on this CPU: its bf16 kernels are not those hspi's served path was measured against, so closeness and confirmation are reported, not asserted"
         );
     }
     measured

@@ -60,7 +60,7 @@ impl Verifier<'_> {
         let (accuse, accept) = self.params.thresholds();
         let format_accuse = self.format_accuse();
         let format = self.format_llr();
-        if self.format_tally.is_some() && format.is_some_and(|v| v >= format_accuse) {
+        if self.format_accusable() {
             let Some(why) = self.format_unaccused() else {
                 if self.single_format_early() {
                     return None;

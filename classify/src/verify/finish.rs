@@ -111,7 +111,7 @@ impl Verifier<'_> {
                 self.text_only_limits()
             } else if let Some(why) = self
                 .format_unaccused()
-                .filter(|_| self.format_llr().is_some_and(|v| v >= self.format_accuse()))
+                .filter(|_| self.format_accusable())
                 .or_else(|| {
                     self.format_blocked()
                         .filter(|_| self.format_llr().is_some_and(|v| v <= accept))

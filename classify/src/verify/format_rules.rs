@@ -135,6 +135,11 @@ impl Verifier<'_> {
         }
     }
 
+    /// Whether the format evidence has reached its accusing threshold ([`Self::format_accuse`]).
+    pub(super) fn format_accusable(&self) -> bool {
+        self.format_tally.is_some() && self.format_llr().is_some_and(|v| v >= self.format_accuse())
+    }
+
     /// The per-class scores the format dimension is decided from.
     pub(super) fn format_scores(&self) -> &[f64] {
         self.format_tally

@@ -215,10 +215,8 @@ impl Verifier<'_> {
         if self.routes_split().is_some() && !self.split_mostly_off_claim() {
             return None;
         }
-        let accused = self.format_tally.is_some()
-            && self.format_llr()? >= self.format_accuse()
-            && self.format_unaccused().is_none();
-        accused.then(|| self.format_mismatch())
+        (self.format_accusable() && self.format_unaccused().is_none())
+            .then(|| self.format_mismatch())
     }
 
     /// Settled answers an audit needs before calling the provider consistent, so that a share

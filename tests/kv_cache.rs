@@ -253,13 +253,13 @@ fn recall_prompts_show_more_of_a_cache_and_never_accuse_an_honest_one() {
     assert_stated_live(
         "recall, q8_0 cache sold as f16, named",
         named(&f16, "f16+kv-q8_0"),
-        67,
+        42,
     );
     assert_eq!(accusations(&q8), 0, "{q8}");
     assert_stated_live(
         "recall, declared q8_0 cache, consistent",
         verdicts(&q8, "consistent"),
-        117,
+        73,
     );
     let [f16, _, q4] = run("q4_0");
     assert_stated_live(
@@ -271,7 +271,7 @@ fn recall_prompts_show_more_of_a_cache_and_never_accuse_an_honest_one() {
     assert_stated_live(
         "recall, declared q4_0 cache, consistent",
         verdicts(&q4, "consistent"),
-        124,
+        100,
     );
     // An honest F16 cache over a long context: never accused, and not confirmed either.
     let honest = run("f16");

@@ -112,14 +112,26 @@ fn claimed_repeat_bitwise(pack: &Pack, claim: &PlatformPattern) -> bool {
 }
 
 /// The formats a fresh audit computes: those asked for, else every format of the pack's
-/// platforms (hspi refuses, by name, any it cannot compute); and a claimed KV cache
-/// (`f16+kv-q8_0`), which no pack holds, beside them and its weights' format.
+/// platforms and other engines' paths of them (`hspi_collect::scheme::engine_paths`; hspi
+/// refuses, by name, any it cannot compute); and a claimed KV cache (`f16+kv-q8_0`), which no
+/// pack holds, beside them and its weights' format.
 fn fresh_formats(
     pack: &Pack,
     asked: &[NumericFormat],
     claim: &PlatformPattern,
 ) -> Vec<NumericFormat> {
     let mut formats = pack_or_asked_formats(pack, asked);
+    if asked.is_empty() {
+        for path in formats
+            .clone()
+            .into_iter()
+            .flat_map(hspi_collect::scheme::engine_paths)
+        {
+            if !formats.contains(&path) {
+                formats.push(path);
+            }
+        }
+    }
     let cached = claim
         .get(Dimension::Format)
         .and_then(|f| f.parse::<NumericFormat>().ok())
@@ -416,4 +428,27 @@ fn report_cost(f: &ForcedSession, lines: &Lines) {
         1e3 * seconds / positions.max(1) as f64,
         f.platforms().len()
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped() -> Pack {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/packs/smollm2-llamacpp");
+        Pack::open(&dir).unwrap()
+    }
+
+    /// A fresh audit of a pack holding vLLM's INT8 W8A8 computes PyTorch's path of it too; the
+    /// formats asked for are computed as asked.
+    #[test]
+    fn a_fresh_audit_computes_other_engines_paths_of_the_packs_formats() {
+        let pack = shipped();
+        let any: PlatformPattern = "*/*/*/*".parse().unwrap();
+        let formats = fresh_formats(&pack, &[], &any);
+        assert!(formats.contains(&NumericFormat::Int8W8a8));
+        assert!(formats.contains(&NumericFormat::Int8W8a8Qdq), "{formats:?}");
+        let asked = [NumericFormat::Int8W8a8];
+        assert_eq!(fresh_formats(&pack, &asked, &any), asked.to_vec());
+    }
 }

@@ -9,7 +9,8 @@
 //! does. Each format is weighed as `a ≈ β·d` (β in [½, 1]; the base as `a ≈ 0`) by a Gaussian
 //! likelihood whose noise variance is fitted but bounded by the nearest format's pattern (plus
 //! the format's own pattern for a format); every pair of formats is compared on the values the
-//! answer shares with both, and a format scores its worst contest, at most 1 nat per answer. The
+//! answer shares with both, and a format scores its worst contest: 1 nat at most where the
+//! contest turns on an answer's size beyond a bound, 2 where on its direction alone. The
 //! base against the nearest format is a contest at the scale of the noise itself, so there the
 //! variances are free and only the direction counts.
 
@@ -19,11 +20,22 @@ use crate::features::view::StepView;
 use crate::features::View;
 use crate::model::ClassLabel;
 
-/// Most one answer's format evidence counts (nats). Serving changes hspi never saw move an
+/// Most one answer's format evidence counts (nats) where it turns on a size beyond a bound (a
+/// direction counts up to [`DIRECTION_CAPS`] of it). Serving changes hspi never saw move an
 /// answer's values as far as a format does (llama.cpp with flash attention off: Q8_0 answers as far
 /// from Q8_0's recomputation as from F32's), so one answer is weak evidence and an accusation
 /// takes several that agree.
 pub const FORMAT_CAP: f64 = 1.0;
+/// Most one answer's evidence in one contest counts, in caps ([`FORMAT_CAP`]), where it is
+/// direction: one format's residual far below what the other's noise bound allows, each
+/// variance taken at most at its bound (int4 answers against fp4: 30–70 nats an answer). That
+/// part does not grow with noise hspi never saw; the rest, an answer's size beyond a format's
+/// bound, does (llama.cpp's flash attention over 200-word prompts moves honest F16 answers as far
+/// from f16 as Q8_0's pattern: 30–100 nats Q8_0's way, by size), and counts one cap at most.
+const DIRECTION_CAPS: f64 = 2.0;
+/// Direction evidence per compared step, in caps, up to [`DIRECTION_CAPS`]: an answer of 8
+/// steps reaches it, a shorter one counts less (never below one cap).
+const DIRECTION_PER_STEP: f64 = 0.25;
 /// Least share of a format's own pattern an answer served in that format keeps (see above).
 const MIN_SHARE: f64 = 0.5;
 /// Squared differences below this are rounding of the printed value, not a pattern.
@@ -122,6 +134,9 @@ impl FormatReferences {
         // contest.
         let k = refs.len();
         let mut worst = vec![cap; k];
+        // The cap of the contest that set each format's worst: how far below the best that
+        // format may fall (an answer's size beyond a bound counts one cap, a direction more).
+        let mut reach_of_worst = vec![cap; k];
         // Whether a format had a contest at all: one whose reference shares no value with the
         // answer (its first token's list has none of the answer's: a 5-bit mix answering in
         // byte tokens) explains none of it, and must not stand as the best at its initial cap.
@@ -153,15 +168,34 @@ impl FormatReferences {
                 // pattern's would otherwise win or lose the direction by chance at full weight
                 // (PyTorch's f32 against llama.cpp's F32 and F16: 2 of 200 audits accused).
                 let mut weight = 1.0;
-                if (g, h) == (0, nearest) && engine_scale {
+                let at_noise_scale = (g, h) == (0, nearest) && engine_scale;
+                if at_noise_scale {
                     noise = f64::INFINITY;
                     weight = steps as f64 / values.len() as f64;
                 }
-                let lg = log_likelihood(&values, column(g), noise);
-                let lh = log_likelihood(&values, column(h), noise);
-                let d = (weight * (lg - lh)).clamp(-cap, cap);
-                worst[g] = worst[g].min(d);
-                worst[h] = worst[h].min(-d);
+                let fg = fit(&values, column(g), noise);
+                let fh = fit(&values, column(h), noise);
+                // The direction's part, where it agrees with the whole, may count past one cap
+                // ([`DIRECTION_CAPS`]); a size beyond a bound, and the base's contest at the
+                // noise's own scale, count one cap at most.
+                let full = weight * (fg.log_likelihood - fh.log_likelihood);
+                let direction = weight * (fg.direction - fh.direction);
+                let strong = (DIRECTION_PER_STEP * steps as f64).clamp(1.0, DIRECTION_CAPS) * cap;
+                let (d, reach) =
+                    if !at_noise_scale && direction * full > 0.0 && direction.abs() > cap {
+                        (
+                            full.signum() * direction.abs().min(full.abs()).min(strong),
+                            strong,
+                        )
+                    } else {
+                        (full.clamp(-cap, cap), cap)
+                    };
+                if d < worst[g] {
+                    (worst[g], reach_of_worst[g]) = (d, reach);
+                }
+                if -d < worst[h] {
+                    (worst[h], reach_of_worst[h]) = (-d, reach);
+                }
                 weighed[g] = true;
                 weighed[h] = true;
             }
@@ -172,7 +206,13 @@ impl FormatReferences {
             }
         }
         let best = worst.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        Some(worst.iter().map(|w| (w - best).max(-cap)).collect())
+        Some(
+            worst
+                .iter()
+                .zip(&reach_of_worst)
+                .map(|(w, reach)| (w - best).max(-reach))
+                .collect(),
+        )
     }
 
     /// The index into the spec's references of each format's reference, in [`Self::formats`]
@@ -296,6 +336,14 @@ fn pattern_variance(values: &[Vec<f64>], k: usize) -> f64 {
         / values.len() as f64
 }
 
+/// One format's fit of an answer ([`fit`]).
+struct Fit {
+    log_likelihood: f64,
+    /// Its part that weighs the residual's variance up to the bound alone: the direction,
+    /// not a size beyond the bound.
+    direction: f64,
+}
+
 /// The log-likelihood of the answer's deviations from the base, `a = X − base`, under the
 /// format in column `k` (0 is the base): the base's as `a ≈ 0`, another format's as `a ≈ β·d`
 /// with `d = R_format − base` and β in [MIN_SHARE, 1]. The noise variance is fitted but bounded:
@@ -305,12 +353,15 @@ fn pattern_variance(values: &[Vec<f64>], k: usize) -> f64 {
 /// its pattern's variance more. So an answer as far from the base as a format's pattern reaches
 /// is that format's even where its direction differs (Q8_0 rounds the activations, which another
 /// engine computes a little differently), and no nearer format can stand for it.
-fn log_likelihood(values: &[Vec<f64>], k: usize, noise: f64) -> f64 {
+fn fit(values: &[Vec<f64>], k: usize, noise: f64) -> Fit {
     let n = values.len() as f64;
     let loglik = |mean_square: f64, bound: f64| {
         let mean_square = mean_square + FLOOR;
         let variance = mean_square.min(bound + FLOOR);
-        -n / 2.0 * (variance.ln() + mean_square / variance)
+        Fit {
+            log_likelihood: -n / 2.0 * (variance.ln() + mean_square / variance),
+            direction: -n / 2.0 * variance.ln(),
+        }
     };
     let answer = values.iter().map(|v| v[0] - v[1]);
     let pattern = pattern_variance(values, k);
@@ -390,15 +441,36 @@ mod tests {
         let views = [Some(View::Logits(q8)), Some(View::Logits(base))];
         let s = f.score(&View::Logits(served_q8), &views, 3.0, 0.0).unwrap();
         assert_eq!(s[1], 0.0, "q8_0 explains it best");
-        assert_eq!(s[0], -3.0, "f32 far worse, capped");
+        // Its residual lies far below f32's bound: direction, up to two caps.
+        assert_eq!(s[0], -6.0, "f32 far worse, capped");
         let s = f
             .score(&View::Logits(served_f32), &views, 3.0, 0.0)
             .unwrap();
-        assert_eq!(s, vec![0.0, -3.0]);
-        assert_eq!(f.class_scores(&s, &classes), vec![-3.0, 0.0]);
+        assert_eq!(s, vec![0.0, -6.0]);
+        assert_eq!(f.class_scores(&s, &classes), vec![-6.0, 0.0]);
         assert_eq!(
             f.score(&View::Logits(vec![0.0]), &[None, None], 3.0, 0.0),
             None
         );
+    }
+
+    /// An answer farther from the base than the noise allows but no nearer a format's fit than
+    /// that (an engine's own deviation, as llama.cpp's flash attention over long prompts): the
+    /// format wins on size alone, which counts one cap, however far the answer lies.
+    #[test]
+    fn a_size_beyond_the_noise_alone_counts_one_cap() {
+        let classes: Vec<ClassLabel> = refs().iter().map(|r| class(r)).collect();
+        let f = FormatReferences::new(&refs(), &classes).unwrap();
+        let base: Vec<f32> = (0..40).map(|i| (i as f32 * 0.37).sin()).collect();
+        let pattern = |i: usize| 0.05 * ((i * 7 % 11) as f32 - 5.0) / 5.0;
+        let q8: Vec<f32> = (0..40).map(|i| base[i] + pattern(i)).collect();
+        // Half the pattern, and a deviation of the engine's own about as large as the pattern.
+        let own = |i: usize| 0.04 * ((i * 13 % 7) as f32 - 3.0) / 3.0;
+        let served: Vec<f32> = (0..40)
+            .map(|i| base[i] + 0.5 * pattern(i) + own(i))
+            .collect();
+        let views = [Some(View::Logits(q8)), Some(View::Logits(base))];
+        let s = f.score(&View::Logits(served), &views, 3.0, 0.0).unwrap();
+        assert_eq!(s, vec![-3.0, 0.0], "f32 loses on size alone: one cap");
     }
 }

@@ -386,6 +386,26 @@ impl FormatShapes {
         }
     }
 
+    /// The format the answers firmly are where their identity (nearest `nearest`) is known: that
+    /// format if firm; else, where it is known by its size alone short of firm (FP8 W8A8, its
+    /// activations each engine's own), a format of its family whose pattern they firmly show (its
+    /// weight-only sibling, the same weights' rounding): firmly that family.
+    pub fn firmly(&self, nearest: NumericFormat) -> Option<NumericFormat> {
+        let id = self.identity(nearest);
+        if let Some(f) = id.firmly() {
+            return Some(f);
+        }
+        let FormatIdentity::Known { format, .. } = id else {
+            return None;
+        };
+        let family = FormatFamily::of(format)?;
+        self.formats
+            .iter()
+            .filter(|f| **f != format && FormatFamily::of(**f) == Some(family))
+            .filter(|f| signature(**f) != Signature::Size)
+            .find_map(|f| self.identity_of(*f).firmly())
+    }
+
     /// Whether the answers are `format`, a format known by its size alone, on their size (over
     /// enough values). Its pattern never shows, so another format's pattern, shown by chance on
     /// a few answers, does not rule it out.

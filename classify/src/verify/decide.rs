@@ -67,8 +67,13 @@ impl Verifier<'_> {
                 }
                 return Some(self.format_mismatch());
             };
-            // A scheme no reference covers settles nothing more with more answers.
+            // A scheme no reference covers settles nothing more with more answers, once they
+            // are as many as answers of one cap each need to reach the threshold: fewer strong
+            // ones may not yet show the pattern of the known format they are.
             if self.format_identity().is_some_and(|i| i.is_unseen()) {
+                if !self.unseen_settled() && self.can_continue(0) {
+                    return None;
+                }
                 return Some(Verdict::Inconclusive { reason: why });
             }
         }

@@ -48,7 +48,7 @@ impl Verifier<'_> {
             .formats()
             .iter()
             .any(|f| family.covers(*f) && tally.fits_by_size(*f));
-        if identity.firmly().is_some_and(|f| !family.covers(f)) && !member_fits {
+        if tally.firmly().is_some_and(|f| !family.covers(f)) && !member_fits {
             return None;
         }
         Some(format!(
@@ -133,6 +133,12 @@ impl Verifier<'_> {
         } else {
             self.params.format_accuse_threshold()
         }
+    }
+
+    /// Whether the answers are as many as answers counting one cap each need to reach the
+    /// format's accusing threshold: a format no reference covers is then settled as such.
+    pub(super) fn unseen_settled(&self) -> bool {
+        self.evidence.len() as f64 >= (self.format_accuse() / FORMAT_CAP).ceil()
     }
 
     /// Whether the format evidence has reached its accusing threshold ([`Self::format_accuse`]).

@@ -129,6 +129,12 @@ impl FormatTally {
     }
 
     /// Whether the answers' size fits `format`, known by its size alone.
+    /// The format the answers firmly are, or a sibling in its family they firmly show
+    /// ([`FormatShapes::firmly`]).
+    pub(super) fn firmly(&self) -> Option<NumericFormat> {
+        self.shapes.firmly(self.best()?)
+    }
+
     pub(super) fn fits_by_size(&self, format: NumericFormat) -> bool {
         self.shapes.fits_by_size(format)
     }

@@ -21,18 +21,7 @@ impl LinearScheme for Int8W8a8 {
     }
 
     fn weights(&self, w: &mut [f32], cols: usize) {
-        per_row(w, cols, |row| {
-            let scale = round_bf16(amax(row) / 127.5);
-            if scale == 0.0 {
-                return;
-            }
-            for v in row.iter_mut() {
-                let q = round_bf16(*v / scale)
-                    .round_ties_even()
-                    .clamp(-128.0, 127.0);
-                *v = q * scale;
-            }
-        });
+        checkpoint_weights(w, cols);
     }
 
     fn activations(&self, x: &mut [f32], cols: usize) {
@@ -52,4 +41,21 @@ impl LinearScheme for Int8W8a8 {
     fn multiplies_integers(&self) -> bool {
         true
     }
+}
+
+/// The checkpoint's weights, each code times its row's scale (exact in f32): `q =
+/// clamp(rne(bf16(w/s)), −128, 127)` with `s = bf16(amax/127.5)` per output channel.
+pub(super) fn checkpoint_weights(w: &mut [f32], cols: usize) {
+    per_row(w, cols, |row| {
+        let scale = round_bf16(amax(row) / 127.5);
+        if scale == 0.0 {
+            return;
+        }
+        for v in row.iter_mut() {
+            let q = round_bf16(*v / scale)
+                .round_ties_even()
+                .clamp(-128.0, 127.0);
+            *v = q * scale;
+        }
+    });
 }

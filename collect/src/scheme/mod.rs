@@ -9,6 +9,7 @@ mod bf16;
 mod fp8;
 mod int4;
 mod int8;
+mod int8_qdq;
 mod mxfp4;
 mod nvfp4;
 
@@ -49,10 +50,11 @@ pub trait LinearScheme: Send + Sync {
 type Constructor = fn(NumericFormat) -> Option<Box<dyn LinearScheme>>;
 
 /// Every scheme hspi computes; a new one is one file and one line here.
-pub const SCHEMES: [Constructor; 6] = [
+pub const SCHEMES: [Constructor; 7] = [
     bf16::scheme,
     fp8::scheme,
     int8::scheme,
+    int8_qdq::scheme,
     int4::scheme,
     nvfp4::scheme,
     mxfp4::scheme,
@@ -92,6 +94,16 @@ pub fn market_formats() -> Vec<NumericFormat> {
     .into()
 }
 
+/// Other engines' paths of the market format `format` that hspi computes beside it (PyTorch's
+/// quantise-dequantise INT8 W8A8 beside vLLM's integer one): packs hold the market's formats,
+/// and a fresh audit of a pack holding `format` computes these too.
+pub fn engine_paths(format: NumericFormat) -> Vec<NumericFormat> {
+    match format {
+        NumericFormat::Int8W8a8 => vec![NumericFormat::Int8W8a8Qdq],
+        _ => Vec::new(),
+    }
+}
+
 /// A decoder layer's linear layers rounded to bf16 (the published model's dtype) and quantised by
 /// `scheme`, q, k and v as one fused layer and gate and up as another, as the engines run them.
 pub fn quantise_layer(layer: &mut LayerWeights, scheme: &dyn LinearScheme, c: &ModelConfig) {
@@ -129,7 +141,10 @@ mod tests {
             assert_eq!(s.format(), f);
         }
         for f in NumericFormat::all() {
-            if !market_formats().contains(&f) && !matches!(f, NumericFormat::Int4W4a16 { .. }) {
+            let computed = market_formats()
+                .into_iter()
+                .any(|m| m == f || engine_paths(m).contains(&f));
+            if !computed && !matches!(f, NumericFormat::Int4W4a16 { .. }) {
                 assert!(for_format(f).is_none(), "{f} has a scheme");
             }
         }

@@ -27,6 +27,9 @@ pub enum NumericFormat {
     /// INT8 W8A8 as vLLM serves compressed-tensors and SmoothQuant checkpoints: weights per
     /// output channel, activations quantised per token at run time (dynamic), int32 accumulation.
     Int8W8a8,
+    /// INT8 W8A8 quantised and dequantised in bf16 around a float GEMM, as compressed-tensors'
+    /// own forward runs a W8A8 checkpoint in PyTorch (activation scale amax/127.5).
+    Int8W8a8Qdq,
     /// Weight-only, group-wise along the reduction dimension.
     Int4 {
         group: u32,
@@ -86,6 +89,7 @@ impl NumericFormat {
             Fp8W8a16,
             Fp8W8a8,
             Int8W8a8,
+            Int8W8a8Qdq,
             Int4 { group: 32 },
             Int4 { group: 128 },
             Int4W4a16 { group: 64 },

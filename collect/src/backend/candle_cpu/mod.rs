@@ -101,10 +101,14 @@ fn computes(formats: &[NumericFormat], format: NumericFormat) -> bool {
     formats.contains(&format) || (int4(&format) && formats.iter().any(int4))
 }
 
-/// A GGUF language model's formats: llama.cpp's that candle runs, and the market's schemes.
+/// A GGUF language model's formats: llama.cpp's that candle runs, the market's schemes and
+/// engines' own paths of them.
 fn language_model_formats() -> Vec<NumericFormat> {
     let mut formats = llama_file_type::candle_formats();
-    formats.extend(crate::scheme::market_formats());
+    for market in crate::scheme::market_formats() {
+        formats.push(market);
+        formats.extend(crate::scheme::engine_paths(market));
+    }
     formats
 }
 

@@ -102,7 +102,7 @@ fn a_quantised_kv_cache_is_caught_named_and_an_honest_one_never_accused() {
     assert_stated_live(
         "q4_0 cache sold as f16, named",
         named(&f16, "f16+kv-q4_0"),
-        97,
+        99,
     );
     // Declared, never accused.
     assert_eq!(accusations(&q4), 0, "{q4}");
@@ -271,7 +271,7 @@ fn recall_prompts_show_more_of_a_cache_and_never_accuse_an_honest_one() {
     assert_stated_live(
         "recall, declared q4_0 cache, consistent",
         verdicts(&q4, "consistent"),
-        100,
+        101,
     );
     // An honest F16 cache over a long context: never accused, and not confirmed either.
     let honest = run("f16");

@@ -668,7 +668,7 @@ fn fresh_references_decide_the_market_pairs_within_64_tokens() {
             "transformers-compressed",
             "bf16",
             "bf16",
-            &[("consistent", 167), ("mismatch", 0)],
+            &[("consistent", 169), ("mismatch", 0)],
             0,
         ),
         (
@@ -752,7 +752,7 @@ fn fresh_references_decide_the_market_pairs_within_64_tokens() {
             "transformers-compressed",
             "int8-w8a8",
             "int8",
-            &[("consistent", 52), ("mismatch", 0)],
+            &[("consistent", 56), ("mismatch", 0)],
             0,
         ),
         (

@@ -33,9 +33,14 @@ pub const FORMAT_CAP: f64 = 1.0;
 /// bound, does (llama.cpp's flash attention over 200-word prompts moves honest F16 answers as far
 /// from f16 as Q8_0's pattern: 30–100 nats Q8_0's way, by size), and counts one cap at most.
 const DIRECTION_CAPS: f64 = 2.0;
-/// Direction evidence per compared step, in caps, up to [`DIRECTION_CAPS`]: an answer of 8
-/// steps reaches it, a shorter one counts less (never below one cap).
-const DIRECTION_PER_STEP: f64 = 0.25;
+/// Direction evidence per compared step (nats) that counts one cap; twice it counts
+/// [`DIRECTION_CAPS`]. Honest engines' answers lose a contest by direction by at most 0.9 nats a
+/// step (vLLM's W8A8 against q8_0, PyTorch's bf16 and FP8 0.6), substitutions by 1–7 (INT4
+/// against fp4: 4–7).
+const DIRECTION_PER_STEP: f64 = 1.0;
+/// Caps one compared step may add at most: a short answer (one or two steps compared, its text
+/// parted from the references') counts no more than one cap however decided its steps look.
+const STEP_SHARE: f64 = 0.25;
 /// Least share of a format's own pattern an answer served in that format keeps (see above).
 const MIN_SHARE: f64 = 0.5;
 /// Squared differences below this are rounding of the printed value, not a pattern.
@@ -180,7 +185,9 @@ impl FormatReferences {
                 // noise's own scale, count one cap at most.
                 let full = weight * (fg.log_likelihood - fh.log_likelihood);
                 let direction = weight * (fg.direction - fh.direction);
-                let strong = (DIRECTION_PER_STEP * steps as f64).clamp(1.0, DIRECTION_CAPS) * cap;
+                let per_step = direction.abs() / (DIRECTION_PER_STEP * steps.max(1) as f64);
+                let positions = STEP_SHARE * steps as f64;
+                let strong = per_step.min(positions).clamp(1.0, DIRECTION_CAPS) * cap;
                 let (d, reach) =
                     if !at_noise_scale && direction * full > 0.0 && direction.abs() > cap {
                         (
@@ -441,13 +448,12 @@ mod tests {
         let views = [Some(View::Logits(q8)), Some(View::Logits(base))];
         let s = f.score(&View::Logits(served_q8), &views, 3.0, 0.0).unwrap();
         assert_eq!(s[1], 0.0, "q8_0 explains it best");
-        // Its residual lies far below f32's bound: direction, up to two caps.
-        assert_eq!(s[0], -6.0, "f32 far worse, capped");
+        assert_eq!(s[0], -3.0, "f32 far worse, capped");
         let s = f
             .score(&View::Logits(served_f32), &views, 3.0, 0.0)
             .unwrap();
-        assert_eq!(s, vec![0.0, -6.0]);
-        assert_eq!(f.class_scores(&s, &classes), vec![-6.0, 0.0]);
+        assert_eq!(s, vec![0.0, -3.0]);
+        assert_eq!(f.class_scores(&s, &classes), vec![-3.0, 0.0]);
         assert_eq!(
             f.score(&View::Logits(vec![0.0]), &[None, None], 3.0, 0.0),
             None
@@ -456,9 +462,10 @@ mod tests {
 
     /// An answer farther from the base than the noise allows but no nearer a format's fit than
     /// that (an engine's own deviation, as llama.cpp's flash attention over long prompts): the
-    /// format wins on size alone, which counts one cap, however far the answer lies.
+    /// format wins on size alone, which counts one cap, however far the answer lies; only a fit
+    /// far closer than the other's bound allows counts more.
     #[test]
-    fn a_size_beyond_the_noise_alone_counts_one_cap() {
+    fn a_size_beyond_the_noise_alone_counts_one_cap_a_close_direction_two() {
         let classes: Vec<ClassLabel> = refs().iter().map(|r| class(r)).collect();
         let f = FormatReferences::new(&refs(), &classes).unwrap();
         let base: Vec<f32> = (0..40).map(|i| (i as f32 * 0.37).sin()).collect();
@@ -469,8 +476,15 @@ mod tests {
         let served: Vec<f32> = (0..40)
             .map(|i| base[i] + 0.5 * pattern(i) + own(i))
             .collect();
-        let views = [Some(View::Logits(q8)), Some(View::Logits(base))];
+        let views = [Some(View::Logits(q8)), Some(View::Logits(base.clone()))];
         let s = f.score(&View::Logits(served), &views, 3.0, 0.0).unwrap();
         assert_eq!(s, vec![-3.0, 0.0], "f32 loses on size alone: one cap");
+        // The same pattern with a deviation of its own a fortieth as large: q8_0's residual lies
+        // far below f32's bound (more than two nats a value), and that direction counts two caps.
+        let close: Vec<f32> = (0..40)
+            .map(|i| base[i] + 0.5 * pattern(i) + own(i) / 40.0)
+            .collect();
+        let s = f.score(&View::Logits(close), &views, 3.0, 0.0).unwrap();
+        assert_eq!(s, vec![-6.0, 0.0], "f32 loses on direction: two caps");
     }
 }

@@ -439,8 +439,8 @@ mod tests {
         Pack::open(&dir).unwrap()
     }
 
-    /// A fresh audit of a pack holding vLLM's INT8 W8A8 computes PyTorch's path of it too; the
-    /// formats asked for are computed as asked.
+    /// A fresh audit of a pack holding vLLM's INT8 W8A8 computes PyTorch's path of it and vLLM's
+    /// AVX2 library's too; the formats asked for are computed as asked.
     #[test]
     fn a_fresh_audit_computes_other_engines_paths_of_the_packs_formats() {
         let pack = shipped();
@@ -448,6 +448,10 @@ mod tests {
         let formats = fresh_formats(&pack, &[], &any);
         assert!(formats.contains(&NumericFormat::Int8W8a8));
         assert!(formats.contains(&NumericFormat::Int8W8a8Qdq), "{formats:?}");
+        assert!(
+            formats.contains(&NumericFormat::Int8W8a8Trunc),
+            "{formats:?}"
+        );
         let asked = [NumericFormat::Int8W8a8];
         assert_eq!(fresh_formats(&pack, &asked, &any), asked.to_vec());
     }

@@ -81,6 +81,10 @@ pub enum Command {
         /// The merged dataset directory (must not exist).
         #[arg(long)]
         out: PathBuf,
+        /// A later shard's platforms replace those platforms' records in earlier shards (one
+        /// format of a reference set computed again), instead of refusing them as duplicates.
+        #[arg(long)]
+        replace: bool,
     },
 }
 

@@ -8,6 +8,12 @@ pub fn round_bf16(x: f32) -> f32 {
     bf16::from_f32(x).to_f32()
 }
 
+/// bf16 by dropping the low 16 bits (toward zero): vLLM's CPU vector conversion where the CPU
+/// has no AVX-512 BF16 instruction (`_C_AVX2`'s `BF16Vec8` from `FP32Vec8`).
+pub fn truncate_bf16(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() & 0xffff_0000)
+}
+
 pub fn round_f16(x: f32) -> f32 {
     f16::from_f32(x).to_f32()
 }
@@ -134,6 +140,17 @@ pub fn qdq_mxint8(row: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Truncation keeps the high 16 bits whatever the rest: 1 + 2^-7·(255/256) stays 1, where
+    /// rounding gives the next bf16 step; negative values move toward zero too.
+    #[test]
+    fn truncating_to_bf16_cuts_toward_zero() {
+        let x = 1.0 + 2f32.powi(-7) * (255.0 / 256.0);
+        assert_eq!(truncate_bf16(x), 1.0);
+        assert_eq!(round_bf16(x), 1.0 + 2f32.powi(-7));
+        assert_eq!(truncate_bf16(-x), -1.0);
+        assert_eq!(truncate_bf16(0.75), 0.75);
+    }
 
     #[test]
     fn tf32_keeps_ten_mantissa_bits_ties_to_even() {

@@ -61,10 +61,14 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", script.display()))?;
             printer::data(&script.display().to_string());
         }
-        Command::Merge { shards, out } => {
+        Command::Merge {
+            shards,
+            out,
+            replace,
+        } => {
             let command = hspi_cli::command_line();
             let session = hspi_collect::session::new_session(&command);
-            let m = hspi_datasets::store::merge(&shards, &out, session)?;
+            let m = hspi_datasets::store::merge(&shards, &out, session, replace)?;
             printer::status(&m.describe(&out));
         }
         Command::Diff { left, right, json } => {

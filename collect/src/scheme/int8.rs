@@ -9,7 +9,7 @@ use hspi_datasets::NumericFormat;
 
 use super::{amax, per_row, round_bf16, LinearScheme};
 
-struct Int8W8a8;
+pub(super) struct Int8W8a8;
 
 pub fn scheme(format: NumericFormat) -> Option<Box<dyn LinearScheme>> {
     (format == NumericFormat::Int8W8a8).then(|| Box::new(Int8W8a8) as Box<dyn LinearScheme>)

@@ -5,12 +5,15 @@
 //! 127), `q = rne(clamp(bf16(x/s), −128, 127))` and `bf16(q·s)` — each step a bf16 tensor op
 //! (`compressed_tensors.quantization.lifecycle.forward`: `calculate_qparams`,
 //! `_quantize_dequantize`). The rounding of the codes and the scale both differ from vLLM's
-//! (`super::int8`), so each engine's W8A8 leaves its own pattern.
+//! (`super::int8`), so each engine's W8A8 leaves its own pattern. Around the linear layers the
+//! served path runs transformers' forward ([`ServedForward::Transformers`]): the activations'
+//! codes flip with every bf16 step of their inputs, so they are PyTorch's only where the rest of
+//! the forward rounds where PyTorch's does.
 
 use hspi_datasets::NumericFormat;
 
 use super::int8::checkpoint_weights;
-use super::{amax, per_row, round_bf16, LinearScheme};
+use super::{amax, per_row, round_bf16, LinearScheme, ServedForward};
 
 struct Int8W8a8Qdq;
 
@@ -41,6 +44,11 @@ impl LinearScheme for Int8W8a8Qdq {
                 *v = round_bf16(q * scale);
             }
         });
+    }
+
+    /// The quantise-dequantise runs inside transformers' own modules.
+    fn forward(&self) -> ServedForward {
+        ServedForward::Transformers
     }
 }
 

@@ -10,6 +10,7 @@ mod fp8;
 mod int4;
 mod int8;
 mod int8_qdq;
+mod int8_truncating;
 mod mxfp4;
 mod nvfp4;
 
@@ -44,17 +45,37 @@ pub trait LinearScheme: Send + Sync {
     fn fits(&self, _cols: usize) -> bool {
         true
     }
+    /// Whose forward pass runs around the linear layers (vLLM's CPU path by default).
+    fn forward(&self) -> ServedForward {
+        ServedForward::Vllm
+    }
+}
+
+/// The engine whose forward pass the served path follows between the linear layers: where the
+/// residual, the rotary embedding and attention round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServedForward {
+    /// vLLM's CPU path: the residual summed in f32 into the norm, the rotation and the softmax in
+    /// f32 (its fused kernels), their outputs rounded to bf16 (its `_C` library on AVX-512 BF16).
+    Vllm,
+    /// vLLM's `_C_AVX2` library (CPUs without AVX-512): as [`Self::Vllm`], the rotation's and
+    /// attention's outputs cut to bf16 toward zero (no conversion instruction rounds them).
+    VllmTruncating,
+    /// transformers' eager PyTorch modules on bf16 tensors: the residual rounded before the norm,
+    /// the rotation as three bf16 operations, PyTorch's CPU flash attention.
+    Transformers,
 }
 
 /// Each file's constructor: its scheme for `format`, if it is one of its formats.
 type Constructor = fn(NumericFormat) -> Option<Box<dyn LinearScheme>>;
 
 /// Every scheme hspi computes; a new one is one file and one line here.
-pub const SCHEMES: [Constructor; 7] = [
+pub const SCHEMES: [Constructor; 8] = [
     bf16::scheme,
     fp8::scheme,
     int8::scheme,
     int8_qdq::scheme,
+    int8_truncating::scheme,
     int4::scheme,
     nvfp4::scheme,
     mxfp4::scheme,
@@ -95,11 +116,12 @@ pub fn market_formats() -> Vec<NumericFormat> {
 }
 
 /// Other engines' paths of the market format `format` that hspi computes beside it (PyTorch's
-/// quantise-dequantise INT8 W8A8 beside vLLM's integer one): packs hold the market's formats,
-/// and a fresh audit of a pack holding `format` computes these too.
+/// quantise-dequantise INT8 W8A8 and vLLM's AVX2 library beside vLLM's integer path as its
+/// AVX-512 library rounds): packs hold the market's formats, and a fresh audit of a pack holding
+/// `format` computes these too.
 pub fn engine_paths(format: NumericFormat) -> Vec<NumericFormat> {
     match format {
-        NumericFormat::Int8W8a8 => vec![NumericFormat::Int8W8a8Qdq],
+        NumericFormat::Int8W8a8 => vec![NumericFormat::Int8W8a8Qdq, NumericFormat::Int8W8a8Trunc],
         _ => Vec::new(),
     }
 }

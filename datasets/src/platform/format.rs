@@ -30,6 +30,9 @@ pub enum NumericFormat {
     /// INT8 W8A8 quantised and dequantised in bf16 around a float GEMM, as compressed-tensors'
     /// own forward runs a W8A8 checkpoint in PyTorch (activation scale amax/127.5).
     Int8W8a8Qdq,
+    /// INT8 W8A8 as vLLM's `_C_AVX2` library serves it: [`Self::Int8W8a8`]'s arithmetic, its
+    /// rotary embedding's and attention's outputs cut to bf16 toward zero.
+    Int8W8a8Trunc,
     /// Weight-only, group-wise along the reduction dimension.
     Int4 {
         group: u32,
@@ -90,6 +93,7 @@ impl NumericFormat {
             Fp8W8a8,
             Int8W8a8,
             Int8W8a8Qdq,
+            Int8W8a8Trunc,
             Int4 { group: 32 },
             Int4 { group: 128 },
             Int4W4a16 { group: 64 },

@@ -1,5 +1,7 @@
 //! Merge shard datasets (one per node of an atlas collection) into one: same schema, probe set
-//! and model, no record twice, every shard's sessions (and so its host provenance) kept.
+//! and model, no record twice, every shard's sessions (and so its host provenance) kept. With
+//! `replace`, a later shard's platforms take the place of those platforms' records in earlier
+//! shards: one format of a reference set computed again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,13 +15,19 @@ pub struct MergeSummary {
     pub shards: usize,
     pub records: usize,
     pub platforms: usize,
+    /// Records of earlier shards a later shard's platforms replaced.
+    pub replaced: usize,
 }
 
 impl MergeSummary {
     /// One line for `hspi dataset merge`.
     pub fn describe(&self, out: &Path) -> String {
+        let replaced = match self.replaced {
+            0 => String::new(),
+            n => format!(" ({n} records of earlier shards replaced)"),
+        };
         format!(
-            "merged {} shards: {} records from {} platforms into {}",
+            "merged {} shards: {} records from {} platforms into {}{replaced}",
             self.shards,
             self.records,
             self.platforms,
@@ -39,6 +47,7 @@ pub fn merge(
     shards: &[PathBuf],
     out: &Path,
     session: Session,
+    replace: bool,
 ) -> Result<MergeSummary, DatasetError> {
     let first = shards
         .first()
@@ -50,6 +59,7 @@ pub fn merge(
     let mut sessions = Vec::new();
     let mut seen: HashMap<(String, String), PathBuf> = HashMap::new();
     let mut all = Vec::new();
+    let mut replaced = 0;
     for shard in shards {
         let d = Dataset::open(shard)?;
         let m = &d.manifest;
@@ -88,6 +98,19 @@ pub fn merge(
                 ),
             ));
         }
+        if replace {
+            let labels: Vec<String> = m.platforms.iter().map(ToString::to_string).collect();
+            let mut dropped = std::collections::HashSet::new();
+            all.retain(|r: &crate::Record| {
+                let drop = labels.contains(&r.platform_key());
+                if drop {
+                    dropped.insert((r.target.clone(), r.probe_id.clone()));
+                }
+                !drop
+            });
+            seen.retain(|key, _| !dropped.contains(key));
+            replaced += dropped.len();
+        }
         for p in &m.platforms {
             if !manifest.platforms.contains(p) {
                 manifest.platforms.push(p.clone());
@@ -120,5 +143,6 @@ pub fn merge(
         shards: shards.len(),
         records: all.len(),
         platforms: manifest.platforms.len(),
+        replaced,
     })
 }

@@ -244,3 +244,28 @@ fn another_schema_version_names_both_versions() {
         "{e}"
     );
 }
+
+/// A shard holding a platform's records again is refused, unless `replace` lets the later
+/// shard's records take their place: one format of a reference set computed again.
+#[test]
+fn merge_refuses_a_platform_twice_unless_the_later_shard_replaces_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = probes(3);
+    let (old, new) = (tmp.path().join("old"), tmp.path().join("new"));
+    write(&old, &set, 0..3, OpenMode::Create);
+    let mut w =
+        DatasetWriter::open(&new, &manifest(&set), &set, session(), OpenMode::Create).unwrap();
+    w.append(&[record(&set.probes[1], 9.0)]).unwrap();
+    w.finish().unwrap();
+    let shards = [old, new];
+    let e = merge(&shards, &tmp.path().join("refused"), session(), false)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("again"), "{e}");
+    let out = tmp.path().join("merged");
+    let m = merge(&shards, &out, session(), true).unwrap();
+    assert_eq!((m.records, m.replaced), (1, 3));
+    let records = Dataset::open(&out).unwrap().records().unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0], record(&set.probes[1], 9.0));
+}

@@ -19,6 +19,7 @@ mod kv_cache;
 mod llama_file_type;
 mod served_lm;
 mod tiny_lm;
+mod torch_eager;
 mod unpacked_activations;
 mod unpacked_q5;
 mod unpacked_q8;

@@ -14,6 +14,10 @@
 //! per-head q/k norms before the rotation; gemma3's norms after attention and the MLP and its
 //! embeddings times √hidden in bf16; the embeddings and `lm_head` unquantised. Logits are the
 //! last position's bf16 values read as f32 (vLLM's log_softmax then runs in f32 on them).
+//! A scheme run inside transformers' own modules (`ServedForward::Transformers`: PyTorch's INT8
+//! W8A8) gets transformers' eager forward around its linear layers instead: the residual rounded
+//! to bf16 before each norm reads it, the rotation as three bf16 operations, and PyTorch's CPU
+//! flash attention (`torch_eager.rs`).
 
 use std::sync::Arc;
 
@@ -21,9 +25,10 @@ use hspi_datasets::{CachedWeights, KvCache, NumericFormat};
 
 use super::compact_matrix::{read_array, read_u64, write_array, CompactMatrix};
 use super::int8_product::Int8Matrix;
+use super::torch_eager;
 use crate::error::{CollectError, Result};
-use crate::rounding::{truncate_fp8_e4m3, truncate_fp8_e5m2};
-use crate::scheme::{self, round_bf16, LinearScheme};
+use crate::rounding::{truncate_bf16, truncate_fp8_e4m3, truncate_fp8_e5m2};
+use crate::scheme::{self, round_bf16, LinearScheme, ServedForward};
 use crate::zoo::architecture::Activation;
 use crate::zoo::decoder_weights::{
     inverse_frequencies, rotary_position, DecoderWeights, ModelConfig,
@@ -461,7 +466,8 @@ impl ServedLm {
     }
 
     /// vLLM's `fused_add_rms_norm`: `hidden + residual` in f32, stored rounded as the new
-    /// residual, and normalised as it is (unrounded).
+    /// residual, and normalised as it is (unrounded); transformers' `residual + hidden` is a bf16
+    /// tensor, and its norm reads the rounded sum.
     fn add_norm(&self, hidden: &[f32], residual: &mut [f32], weight: &[f32]) -> Vec<f32> {
         let sum: Vec<f32> = hidden
             .iter()
@@ -472,7 +478,10 @@ impl ServedLm {
             .iter_mut()
             .zip(&sum)
             .for_each(|(r, s)| *r = round_bf16(*s));
-        self.rms_norm(&sum, weight)
+        match self.scheme.forward() {
+            ServedForward::Transformers => self.rms_norm(residual, weight),
+            ServedForward::Vllm | ServedForward::VllmTruncating => self.rms_norm(&sum, weight),
+        }
     }
 
     /// The rotary cache for `positions` at inverse frequencies `inv_freq`: per
@@ -506,18 +515,29 @@ impl ServedLm {
         }
     }
 
-    /// The rotary embedding (Hugging Face's pairs `i, i + d/2`) as vLLM's kernel computes it:
-    /// the rotation in f32 on the bf16 cache, one rounding.
+    /// The rotary embedding (Hugging Face's pairs `i, i + d/2`) as vLLM's kernel computes it
+    /// (the rotation in f32 on the bf16 cache, one rounding) or as transformers' bf16 tensor
+    /// operations do (`torch_eager::rotate_pair`).
     fn rope(&self, x: &mut [f32], table: &[(f32, f32)], heads: usize) {
         let d = self.config.head_dim();
         let half = d / 2;
+        let rotate = match self.scheme.forward() {
+            ServedForward::Vllm => |a: f32, b: f32, cos: f32, sin: f32| {
+                (round_bf16(a * cos - b * sin), round_bf16(b * cos + a * sin))
+            },
+            ServedForward::VllmTruncating => |a: f32, b: f32, cos: f32, sin: f32| {
+                (
+                    truncate_bf16(a * cos - b * sin),
+                    truncate_bf16(b * cos + a * sin),
+                )
+            },
+            ServedForward::Transformers => torch_eager::rotate_pair,
+        };
         for (t, row) in table.chunks(half).enumerate() {
             for (i, &(cos, sin)) in row.iter().enumerate() {
                 for h in 0..heads {
                     let at = (t * heads + h) * d;
-                    let (a, b) = (x[at + i], x[at + i + half]);
-                    x[at + i] = round_bf16(a * cos - b * sin);
-                    x[at + i + half] = round_bf16(b * cos + a * sin);
+                    (x[at + i], x[at + i + half]) = rotate(x[at + i], x[at + i + half], cos, sin);
                 }
             }
         }
@@ -527,7 +547,7 @@ impl ServedLm {
     /// `start` on over the keys of every position, over the last `window` positions where the
     /// layer has one: scores from the bf16 queries and keys accumulated in f32 and
     /// scaled, softmax in f32, the weighted sum of the bf16 values accumulated in f32 and
-    /// rounded once.
+    /// rounded once (vLLM's); or PyTorch's CPU flash attention (`torch_eager`).
     fn attention(
         &self,
         q: &[f32],
@@ -551,6 +571,19 @@ impl ServedLm {
                 let t = start + i;
                 let first = window.map_or(0, |w| (t + 1).saturating_sub(w));
                 let qv = &q[(i * c.heads + h) * d..][..d];
+                if self.scheme.forward() == ServedForward::Transformers {
+                    torch_eager::flash_attention_row(
+                        qv,
+                        k,
+                        v,
+                        c.kv_heads * d,
+                        kvh * d,
+                        first..=t,
+                        scale,
+                        &mut out[(i * c.heads + h) * d..][..d],
+                    );
+                    continue;
+                }
                 let mut top = f32::NEG_INFINITY;
                 for (s, w) in weights.iter_mut().enumerate().take(t + 1).skip(first) {
                     let kv = &k[(s * c.kv_heads + kvh) * d..][..d];
@@ -570,7 +603,11 @@ impl ServedLm {
                     let vv = &v[(s * c.kv_heads + kvh) * d..][..d];
                     o.iter_mut().zip(vv).for_each(|(o, v)| *o += p * v);
                 }
-                o.iter_mut().for_each(|x| *x = round_bf16(*x));
+                let to_bf16 = match self.scheme.forward() {
+                    ServedForward::VllmTruncating => truncate_bf16,
+                    _ => round_bf16,
+                };
+                o.iter_mut().for_each(|x| *x = to_bf16(*x));
             }
         }
         out

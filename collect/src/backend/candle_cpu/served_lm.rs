@@ -17,7 +17,9 @@
 //! A scheme run inside transformers' own modules (`ServedForward::Transformers`: PyTorch's INT8
 //! W8A8) gets transformers' eager forward around its linear layers instead: the residual rounded
 //! to bf16 before each norm reads it, the rotation as three bf16 operations, and PyTorch's CPU
-//! flash attention (`torch_eager.rs`).
+//! flash attention (`torch_eager.rs`); one of vLLM's `_C_AVX2` library
+//! (`ServedForward::VllmTruncating`: its INT8 W8A8) cuts the rotation's and attention's outputs to
+//! bf16 toward zero instead of rounding them.
 
 use std::sync::Arc;
 

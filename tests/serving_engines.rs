@@ -691,7 +691,7 @@ fn fresh_references_decide_the_market_pairs_within_64_tokens() {
             "transformers-compressed",
             "fp8-w8a8",
             "fp8",
-            &[("consistent", 193), ("mismatch", 0)],
+            &[("consistent", 200), ("mismatch", 0)],
             0,
         ),
         (

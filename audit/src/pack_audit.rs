@@ -440,7 +440,8 @@ mod tests {
     }
 
     /// A fresh audit of a pack holding vLLM's INT8 W8A8 computes PyTorch's path of it and vLLM's
-    /// AVX2 library's too; the formats asked for are computed as asked.
+    /// AVX2 library's too, and PyTorch's path of FP8 weights; the formats asked for are computed
+    /// as asked.
     #[test]
     fn a_fresh_audit_computes_other_engines_paths_of_the_packs_formats() {
         let pack = shipped();

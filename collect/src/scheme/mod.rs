@@ -7,6 +7,7 @@
 
 mod bf16;
 mod fp8;
+mod fp8_eager;
 mod int4;
 mod int8;
 mod int8_qdq;
@@ -70,9 +71,10 @@ pub enum ServedForward {
 type Constructor = fn(NumericFormat) -> Option<Box<dyn LinearScheme>>;
 
 /// Every scheme hspi computes; a new one is one file and one line here.
-pub const SCHEMES: [Constructor; 8] = [
+pub const SCHEMES: [Constructor; 9] = [
     bf16::scheme,
     fp8::scheme,
+    fp8_eager::scheme,
     int8::scheme,
     int8_qdq::scheme,
     int8_truncating::scheme,
@@ -117,11 +119,13 @@ pub fn market_formats() -> Vec<NumericFormat> {
 
 /// Other engines' paths of the market format `format` that hspi computes beside it (PyTorch's
 /// quantise-dequantise INT8 W8A8 and vLLM's AVX2 library beside vLLM's integer path as its
-/// AVX-512 library rounds): packs hold the market's formats, and a fresh audit of a pack holding
-/// `format` computes these too.
+/// AVX-512 library rounds; PyTorch's FP8 weights in transformers' forward beside FP8 W8A16):
+/// packs hold the market's formats, and a fresh audit of a pack holding `format` computes these
+/// too.
 pub fn engine_paths(format: NumericFormat) -> Vec<NumericFormat> {
     match format {
         NumericFormat::Int8W8a8 => vec![NumericFormat::Int8W8a8Qdq, NumericFormat::Int8W8a8Trunc],
+        NumericFormat::Fp8W8a16 => vec![NumericFormat::Fp8W8a16Eager],
         _ => Vec::new(),
     }
 }

@@ -33,6 +33,9 @@ pub enum NumericFormat {
     /// INT8 W8A8 as vLLM's `_C_AVX2` library serves it: [`Self::Int8W8a8`]'s arithmetic, its
     /// rotary embedding's and attention's outputs cut to bf16 toward zero.
     Int8W8a8Trunc,
+    /// FP8 weights dequantised to bf16 in transformers' eager forward: PyTorch's answers from an
+    /// FP8 checkpoint on CPU, which show no rounding of the activations.
+    Fp8W8a16Eager,
     /// Weight-only, group-wise along the reduction dimension.
     Int4 {
         group: u32,
@@ -94,6 +97,7 @@ impl NumericFormat {
             Int8W8a8,
             Int8W8a8Qdq,
             Int8W8a8Trunc,
+            Fp8W8a16Eager,
             Int4 { group: 32 },
             Int4 { group: 128 },
             Int4W4a16 { group: 64 },

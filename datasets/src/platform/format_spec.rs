@@ -82,6 +82,7 @@ impl NumericFormat {
             F::Int8W8a8 => row("int8-w8a8", Some(Fam::Int8), false, Size),
             F::Int8W8a8Qdq => row("int8-w8a8-qdq", Some(Fam::Int8), false, Size),
             F::Int8W8a8Trunc => row("int8-w8a8-trunc", Some(Fam::Int8), false, Size),
+            F::Fp8W8a16Eager => row("fp8-w8a16-eager", Some(Fam::Fp8), true, WeightPattern),
             F::Int4 { .. } => grouped("int4-g", Fam::Int4, WeightPattern),
             F::Int4W4a16 { .. } => grouped("int4-w4a16-g", Fam::Int4, WeightPattern),
             F::MxInt8 => row("mxint8", None, false, Pattern),

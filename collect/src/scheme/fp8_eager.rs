@@ -8,19 +8,14 @@
 
 use hspi_datasets::NumericFormat;
 
+use super::fp8::Fp8;
 use super::{LinearScheme, ServedForward};
 
-struct Fp8W8a16Eager {
-    /// FP8 W8A16's scheme, whose weights these are.
-    weight_only: Box<dyn LinearScheme>,
-}
+struct Fp8W8a16Eager;
 
 pub fn scheme(format: NumericFormat) -> Option<Box<dyn LinearScheme>> {
-    (format == NumericFormat::Fp8W8a16Eager).then(|| {
-        Box::new(Fp8W8a16Eager {
-            weight_only: super::fp8::scheme(NumericFormat::Fp8W8a16).expect("fp8.rs has W8A16"),
-        }) as Box<dyn LinearScheme>
-    })
+    (format == NumericFormat::Fp8W8a16Eager)
+        .then(|| Box::new(Fp8W8a16Eager) as Box<dyn LinearScheme>)
 }
 
 impl LinearScheme for Fp8W8a16Eager {
@@ -29,7 +24,7 @@ impl LinearScheme for Fp8W8a16Eager {
     }
 
     fn weights(&self, w: &mut [f32], cols: usize) {
-        self.weight_only.weights(w, cols);
+        Fp8 { activations: false }.weights(w, cols);
     }
 
     fn forward(&self) -> ServedForward {

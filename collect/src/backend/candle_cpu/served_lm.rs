@@ -567,13 +567,20 @@ impl ServedLm {
         let tokens = start + rows;
         let mut out = vec![0f32; rows * c.heads * d];
         let mut weights = vec![0f32; tokens];
+        // PyTorch's kernel keeps one block's scores at a time.
+        let mut scores = Vec::new();
+        let forward = self.scheme.forward();
+        let to_bf16 = match forward {
+            ServedForward::VllmTruncating => truncate_bf16,
+            ServedForward::Vllm | ServedForward::Transformers => round_bf16,
+        };
         for h in 0..c.heads {
             let kvh = h / group;
             for i in 0..rows {
                 let t = start + i;
                 let first = window.map_or(0, |w| (t + 1).saturating_sub(w));
                 let qv = &q[(i * c.heads + h) * d..][..d];
-                if self.scheme.forward() == ServedForward::Transformers {
+                if forward == ServedForward::Transformers {
                     torch_eager::flash_attention_row(
                         qv,
                         k,
@@ -582,6 +589,7 @@ impl ServedLm {
                         kvh * d,
                         first..=t,
                         scale,
+                        &mut scores,
                         &mut out[(i * c.heads + h) * d..][..d],
                     );
                     continue;
@@ -605,10 +613,6 @@ impl ServedLm {
                     let vv = &v[(s * c.kv_heads + kvh) * d..][..d];
                     o.iter_mut().zip(vv).for_each(|(o, v)| *o += p * v);
                 }
-                let to_bf16 = match self.scheme.forward() {
-                    ServedForward::VllmTruncating => truncate_bf16,
-                    _ => round_bf16,
-                };
                 o.iter_mut().for_each(|x| *x = to_bf16(*x));
             }
         }

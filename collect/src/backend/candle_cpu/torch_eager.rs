@@ -42,7 +42,9 @@ pub fn fexp_u20(x: f32) -> f32 {
 }
 
 /// One query row of PyTorch's CPU flash attention: `query` (bf16 values, `d` wide) over the
-/// keys and values at `visible` (key `j`'s head row at `j * stride + at`), scores times `scale`.
+/// keys and values at `visible` (key `j`'s head row at `j * stride + at`), scores times `scale`,
+/// into `out` (the f32 sum accumulated there, then rounded); `scores` is the caller's buffer, kept
+/// between rows.
 #[allow(clippy::too_many_arguments)]
 pub fn flash_attention_row(
     query: &[f32],
@@ -52,14 +54,15 @@ pub fn flash_attention_row(
     at: usize,
     visible: std::ops::RangeInclusive<usize>,
     scale: f32,
+    scores: &mut Vec<f32>,
     out: &mut [f32],
 ) {
     let d = query.len();
     let (first, last) = (*visible.start(), *visible.end());
     let mut max = f32::NEG_INFINITY;
     let mut sum = 0f32;
-    let mut acc = vec![0f32; d];
-    let mut scores = Vec::with_capacity(KEY_BLOCK);
+    let acc = out;
+    acc.fill(0.0);
     for block in (0..=last).step_by(KEY_BLOCK) {
         let keys_here = block.max(first)..=(block + KEY_BLOCK - 1).min(last);
         if keys_here.is_empty() {
@@ -82,16 +85,15 @@ pub fn flash_attention_row(
             acc.iter_mut().for_each(|a| *a *= rescale);
         }
         max = block_max;
-        for (j, e) in keys_here.zip(&scores) {
+        for (j, e) in keys_here.zip(scores.iter()) {
             let p = round_bf16(*e);
             let v = &values[j * stride + at..][..d];
             acc.iter_mut().zip(v).for_each(|(a, v)| *a += p * v);
         }
     }
     let reciprocal = 1.0 / sum;
-    out.iter_mut()
-        .zip(&acc)
-        .for_each(|(o, a)| *o = round_bf16(a * reciprocal));
+    acc.iter_mut()
+        .for_each(|a| *a = round_bf16(*a * reciprocal));
 }
 
 /// The rotary embedding of the pair `(a, b)` (Hugging Face's `i, i + d/2`) as transformers'
@@ -138,7 +140,17 @@ mod tests {
         let keys = [1.0, 0.0, 1.0 - 2f32.powi(-9), 0.0];
         let values = [1.0, 0.0, -1.0, 1.0];
         let mut out = [0f32; 2];
-        flash_attention_row(&query, &keys, &values, d, 0, 0..=1, 1.0, &mut out);
+        flash_attention_row(
+            &query,
+            &keys,
+            &values,
+            d,
+            0,
+            0..=1,
+            1.0,
+            &mut Vec::new(),
+            &mut out,
+        );
         let e = fexp_u20(-(2f32.powi(-9)));
         let p = round_bf16(e);
         assert_ne!(p, e);
@@ -163,7 +175,17 @@ mod tests {
             .map(|j| round_bf16(((j * 53 % 97) as f32) / 40.0))
             .collect();
         let mut out = [0f32];
-        flash_attention_row(&[1.0], &keys, &values, 1, 0, 0..=n - 1, 1.0, &mut out);
+        flash_attention_row(
+            &[1.0],
+            &keys,
+            &values,
+            1,
+            0,
+            0..=n - 1,
+            1.0,
+            &mut Vec::new(),
+            &mut out,
+        );
         let max = keys[n - 1] as f64;
         let w: Vec<f64> = keys.iter().map(|k| (*k as f64 - max).exp()).collect();
         let exact = w
